@@ -1,0 +1,37 @@
+"""Packaging for keras_bert_lite."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="keras_bert_lite",
+    version="0.1.0",
+    description="BERT pre-training, fine-tuning, checkpoint interop and serving on Keras 3 + TensorFlow.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["keras_bert_lite", "keras_bert_lite.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.15",
+        "tensorflow-datasets",
+        "absl-py",
+        "numpy",
+        "safetensors",
+        "tqdm",
+    ],
+    extras_require={
+        # Test-time references: the original BERT code, Hugging Face, PyTorch (CPU build on disk).
+        "test": [
+            "pytest",
+            "pytest-xdist",
+            "ruff",
+            "bert-tensorflow==1.0.4",
+            "torch==2.13.0",
+            "transformers",
+            "tokenizers",
+        ],
+        # Benchmark peers.
+        "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers"],
+    },
+)
