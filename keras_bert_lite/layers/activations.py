@@ -1,0 +1,34 @@
+"""Activation functions by the names used in `BertConfig.hidden_act`."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import keras
+
+
+def gelu(x):
+    """BERT's GELU, the tanh approximation used by the original code."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+def gelu_exact(x):
+    """GELU with the exact erf form (Hugging Face's "gelu")."""
+    return keras.activations.gelu(x, approximate=False)
+
+
+_ACTIVATIONS: dict[str, Callable] = {
+    "gelu": gelu,
+    "gelu_exact": gelu_exact,
+    "relu": keras.activations.relu,
+    "tanh": keras.activations.tanh,
+    "silu": keras.activations.silu,
+}
+
+
+def get_activation(name: str) -> Callable:
+    """Returns the activation called `name` (see `keras_bert_lite.config.ACTIVATIONS`)."""
+    try:
+        return _ACTIVATIONS[name]
+    except KeyError:
+        raise ValueError(f"Unknown activation {name!r}; expected one of {tuple(_ACTIVATIONS)}.") from None

@@ -1,0 +1,157 @@
+"""`TransformerEncoderBlock`: BERT's post-LayerNorm transformer encoder layer."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert_lite.layers.activations import get_activation
+
+# Added to the attention scores of padding keys, as in the original BERT code; exp() of it is 0 in
+# float32 and it stays finite in float16.
+_MASK_BIAS = -10000.0
+
+
+def _dense(units: int, initializer_range: float, name: str, activation=None) -> keras.layers.Dense:
+    return keras.layers.Dense(
+        units,
+        activation=activation,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+        name=name,
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lite")
+class TransformerEncoderBlock(keras.layers.Layer):
+    """One BERT encoder layer (post-LN):
+
+        x = LayerNorm(x + Dropout(Dense(SelfAttention(x, mask))))
+        x = LayerNorm(x + Dropout(Dense(act(Dense(x)))))
+
+    Args:
+        num_heads: A, attention heads; must divide the hidden size.
+        intermediate_size: I, feed-forward width.
+        activation: feed-forward activation name ("gelu" = BERT's tanh approximation).
+        dropout_rate: dropout on both residual branches.
+        attention_dropout_rate: dropout on the attention probabilities.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+        layer_norm_eps: LayerNorm epsilon.
+
+    Call args:
+        x: float [batch, seq, H] hidden states.
+        attention_mask: int or float [batch, seq]; 1 for real tokens, 0 for padding. Padding keys
+            get no attention. None attends everywhere.
+        training: bool, enables dropout.
+
+    Returns:
+        float [batch, seq, H].
+
+    Sub-layers (the names interop code maps checkpoints onto): `query`, `key`, `value`,
+    `attention_output`, `attention_layer_norm`, `intermediate`, `output_dense`,
+    `output_layer_norm`. Softmax and LayerNorm run in float32 under mixed precision.
+
+    Example:
+
+        >>> block = TransformerEncoderBlock(num_heads=2, intermediate_size=32)
+        >>> block(ops.ones((2, 5, 8)), ops.ones((2, 5), "int32")).shape
+        (2, 5, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        intermediate_size: int,
+        activation: str = "gelu",
+        dropout_rate: float = 0.1,
+        attention_dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        layer_norm_eps: float = 1e-12,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate)
+        self.attention_output_dropout = keras.layers.Dropout(dropout_rate)
+        self.output_dropout = keras.layers.Dropout(dropout_rate)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm"
+        )
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
+        )
+
+    def build(self, input_shape):
+        hidden_size = input_shape[-1]
+        if hidden_size % self.num_heads:
+            raise ValueError(
+                f"TransformerEncoderBlock: hidden size {hidden_size} is not divisible by "
+                f"num_heads {self.num_heads}."
+            )
+        self.head_size = hidden_size // self.num_heads
+        r = self.initializer_range
+        self.query = _dense(hidden_size, r, "query")
+        self.key = _dense(hidden_size, r, "key")
+        self.value = _dense(hidden_size, r, "value")
+        self.attention_output = _dense(hidden_size, r, "attention_output")
+        self.intermediate = _dense(
+            self.intermediate_size, r, "intermediate", activation=get_activation(self.activation)
+        )
+        self.output_dense = _dense(hidden_size, r, "output_dense")
+        hidden_shape = (None, None, hidden_size)
+        for layer in (self.query, self.key, self.value, self.attention_output, self.intermediate):
+            layer.build(hidden_shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.attention_layer_norm.build(hidden_shape)
+        self.output_layer_norm.build(hidden_shape)
+        self.built = True
+
+    def _split_heads(self, x):
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+
+    def _self_attention(self, x, attention_mask, training):
+        q = self._split_heads(self.query(x))
+        k = self._split_heads(self.key(x))
+        v = self._split_heads(self.value(x))
+        scores = ops.einsum("bqhd,bkhd->bhqk", q, k) * (1.0 / math.sqrt(self.head_size))
+        scores = ops.cast(scores, "float32")
+        if attention_mask is not None:
+            keep = ops.cast(attention_mask, "float32")[:, None, None, :]
+            scores = scores + (1.0 - keep) * _MASK_BIAS
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.attention_dropout(probs, training=training)
+        context = ops.einsum("bhqk,bkhd->bqhd", probs, v)
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(context, (batch, seq, self.num_heads * self.head_size))
+
+    def call(self, x, attention_mask=None, training=None):
+        attention = self.attention_output(self._self_attention(x, attention_mask, training))
+        attention = self.attention_output_dropout(attention, training=training)
+        x = ops.cast(self.attention_layer_norm(x + attention), self.compute_dtype)
+        ffn = self.output_dense(self.intermediate(x))
+        ffn = self.output_dropout(ffn, training=training)
+        return ops.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
+
+    def compute_output_shape(self, x_shape, attention_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            activation=self.activation,
+            dropout_rate=self.dropout_rate,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
+        )
+        return config

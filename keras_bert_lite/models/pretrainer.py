@@ -1,0 +1,121 @@
+"""`BertPretrainer`: the encoder with BERT's masked-LM and next-sentence heads and losses."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from keras_bert_lite.layers import MaskedLMHead, NextSentenceHead
+from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+
+
+def pretraining_losses(labels: dict, outputs: dict) -> tuple:
+    """BERT's pre-training losses for one (local) batch.
+
+    Args:
+        labels: `masked_lm_ids` int32 [batch, P], `masked_lm_weights` float32 [batch, P]
+            (1 for a real prediction, 0 for padding), `next_sentence_labels` int32 [batch, 1].
+        outputs: `mlm_logits` float32 [batch, P, V], `nsp_logits` float32 [batch, 2].
+
+    Returns:
+        (total, mlm_loss, nsp_loss), float32 scalars, where
+        mlm_loss = sum(weight * nll) / (sum(weight) + 1e-5), nsp_loss = mean nll and
+        total = mlm_loss + nsp_loss, exactly as the original BERT code.
+    """
+    weights = ops.cast(labels["masked_lm_weights"], "float32")
+    mlm_nll = keras.losses.sparse_categorical_crossentropy(
+        labels["masked_lm_ids"], outputs["mlm_logits"], from_logits=True
+    )
+    mlm_loss = ops.sum(weights * mlm_nll) / (ops.sum(weights) + 1e-5)
+    nsp_labels = ops.reshape(labels["next_sentence_labels"], (-1,))
+    nsp_loss = ops.mean(
+        keras.losses.sparse_categorical_crossentropy(nsp_labels, outputs["nsp_logits"], from_logits=True)
+    )
+    return mlm_loss + nsp_loss, mlm_loss, nsp_loss
+
+
+def _num_replicas() -> int:
+    context = tf.distribute.get_replica_context()
+    return context.num_replicas_in_sync if context is not None else 1
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lite")
+class BertPretrainer(keras.Model):
+    """A `BertEncoder` with BERT's pre-training heads, trainable with `compile()` + `fit()`.
+
+    Inputs (a dict): the encoder's three int32 [batch, seq] inputs plus
+        masked_lm_positions: int32 [batch, P], positions whose tokens are predicted.
+
+    Outputs (a dict):
+        mlm_logits: float32 [batch, P, V], computed only at the masked positions, decoded with
+            the encoder's word-embedding table (tied) plus an output bias.
+        nsp_logits: float32 [batch, 2], over {IsNext = 0, NotNext = 1}.
+
+    Training data is `(features, labels)` with labels `masked_lm_ids` int32 [batch, P],
+    `masked_lm_weights` float32 [batch, P] and `next_sentence_labels` int32 [batch, 1]. The loss is
+    BERT's (see `pretraining_losses`), so `compile()` needs only an optimizer. Metrics:
+    `mlm_loss`, `nsp_loss`, `mlm_accuracy` (weighted by `masked_lm_weights`), `nsp_accuracy`.
+
+    Example:
+
+        >>> pretrainer = BertPretrainer(BertEncoder(BertConfig.preset("tiny")))
+        >>> pretrainer.compile(optimizer="adam")
+        >>> pretrainer.fit(dataset, epochs=1)  # dataset yields (features, labels)
+    """
+
+    def __init__(self, encoder: BertEncoder, **kwargs):
+        inputs = encoder_inputs()
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        encoded = encoder({name: inputs[name] for name in encoder_inputs()})
+        config = encoder.config
+        masked_lm = MaskedLMHead(
+            encoder.embeddings,
+            activation=config.hidden_act,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            name="masked_lm",
+        )
+        next_sentence = NextSentenceHead(config.initializer_range, name="next_sentence")
+        outputs = {
+            "mlm_logits": masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"]),
+            "nsp_logits": next_sentence(encoded["pooled_output"]),
+        }
+        kwargs.setdefault("name", "bert_pretrainer")
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        self.masked_lm = masked_lm
+        self.next_sentence = next_sentence
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
+        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        total, mlm_loss, nsp_loss = pretraining_losses(y, y_pred)
+        self.mlm_loss_tracker.update_state(mlm_loss)
+        self.nsp_loss_tracker.update_state(nsp_loss)
+        if self.losses:
+            total = total + ops.sum(ops.stack(self.losses))
+        # Keras sums gradients over replicas, so each replica contributes 1/num_replicas.
+        return total / _num_replicas()
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        self.mlm_accuracy.update_state(
+            y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"]
+        )
+        self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
+        return self.get_metrics_result()
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
