@@ -1,0 +1,89 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lite import BertConfig, BertEncoder
+
+TINY = BertConfig.preset("tiny", vocab_size=500, max_position_embeddings=64)
+
+
+def _inputs(ids, type_ids=None):
+    ids = np.asarray(ids, "int32")
+    return {
+        "input_word_ids": ids,
+        "input_mask": (ids > 0).astype("int32"),
+        "input_type_ids": np.zeros_like(ids) if type_ids is None else np.asarray(type_ids, "int32"),
+    }
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    keras.utils.set_random_seed(0)
+    return BertEncoder(TINY)
+
+
+def test_parameter_counts_match_the_paper():
+    assert BertEncoder(BertConfig.preset("base")).count_params() == 109_482_240
+    assert BertEncoder(BertConfig.preset("large")).count_params() == 335_141_888
+
+
+def test_output_structure(encoder):
+    out = encoder(_inputs([[2, 7, 9, 3, 0]]))
+    assert out["sequence_output"].shape == (1, 5, 128)
+    assert out["pooled_output"].shape == (1, 128)
+    assert len(out["encoder_outputs"]) == TINY.num_hidden_layers
+    np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
+
+
+def test_padding_does_not_change_real_positions(encoder):
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 500, (3, 9))
+    types = np.concatenate([np.zeros((3, 4)), np.ones((3, 5))], axis=1)
+    short = encoder(_inputs(ids, types))
+    padded_ids = np.concatenate([ids, np.zeros((3, 23), "int32")], axis=1)
+    padded_types = np.concatenate([types, np.zeros((3, 23))], axis=1)
+    padded = encoder(_inputs(padded_ids, padded_types))
+    np.testing.assert_allclose(padded["sequence_output"][:, :9], short["sequence_output"], atol=1e-5)
+    np.testing.assert_allclose(padded["pooled_output"], short["pooled_output"], atol=1e-5)
+    for a, b in zip(padded["encoder_outputs"], short["encoder_outputs"]):
+        np.testing.assert_allclose(a[:, :9], b, atol=1e-5)
+
+
+def test_segment_ids_change_outputs(encoder):
+    ids = [[2, 11, 12, 3, 13, 14, 3]]
+    a = encoder(_inputs(ids, [[0] * 7]))["sequence_output"]
+    b = encoder(_inputs(ids, [[0, 0, 0, 0, 1, 1, 1]]))["sequence_output"]
+    assert np.abs(np.asarray(a) - np.asarray(b)).max() > 1e-3
+
+
+def test_position_embeddings_distinguish_identical_tokens(encoder):
+    out = np.asarray(encoder(_inputs([[42] * 6]))["sequence_output"])[0]
+    assert np.abs(out[0] - out[1]).max() > 1e-3
+
+
+def test_inference_is_deterministic_and_training_uses_dropout(encoder):
+    x = _inputs([[2, 7, 9, 3]])
+    first = np.asarray(encoder(x, training=False)["sequence_output"])
+    np.testing.assert_array_equal(first, encoder(x, training=False)["sequence_output"])
+    assert np.abs(first - np.asarray(encoder(x, training=True)["sequence_output"])).max() > 1e-3
+
+
+def test_any_sequence_length_up_to_max_positions(encoder):
+    assert encoder(_inputs(np.ones((1, 64))))["sequence_output"].shape == (1, 64, 128)
+    with pytest.raises(ValueError, match="exceeds max_position_embeddings 64"):
+        encoder(_inputs(np.ones((1, 65))))
+
+
+def test_keras_file_round_trip(encoder, tmp_path):
+    path = tmp_path / "encoder.keras"
+    encoder.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, BertEncoder) and restored.config == TINY
+    x = _inputs([[2, 7, 9, 3, 0, 0]], [[0, 0, 1, 1, 0, 0]])
+    a, b = encoder(x), restored(x)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_accepts_a_config_dict():
+    assert BertEncoder(TINY.to_dict()).config == TINY

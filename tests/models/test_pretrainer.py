@@ -1,0 +1,95 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer, pretraining_losses
+
+CONFIG = BertConfig.preset(
+    "tiny", vocab_size=300, max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+)
+
+
+def _batch(seed=0, batch=8, seq=16, predictions=4):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, CONFIG.vocab_size, (batch, seq)).astype("int32")
+    positions = np.stack([np.sort(rng.choice(np.arange(1, seq), predictions, replace=False)) for _ in range(batch)])
+    positions = positions.astype("int32")
+    labels = np.take_along_axis(ids, positions, axis=1)
+    masked = ids.copy()
+    np.put_along_axis(masked, positions, 4, axis=1)
+    weights = np.ones((batch, predictions), "float32")
+    weights[:, -1] = 0.0  # padded prediction slots carry weight 0
+    features = {
+        "input_word_ids": masked,
+        "input_mask": np.ones_like(ids),
+        "input_type_ids": np.zeros_like(ids),
+        "masked_lm_positions": positions,
+    }
+    labels = {
+        "masked_lm_ids": labels,
+        "masked_lm_weights": weights,
+        "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype("int32"),
+    }
+    return features, labels
+
+
+@pytest.fixture()
+def pretrainer():
+    keras.utils.set_random_seed(0)
+    return BertPretrainer(BertEncoder(CONFIG))
+
+
+def test_outputs(pretrainer):
+    features, _ = _batch()
+    out = pretrainer(features)
+    assert out["mlm_logits"].shape == (8, 4, CONFIG.vocab_size) and out["mlm_logits"].dtype == "float32"
+    assert out["nsp_logits"].shape == (8, 2)
+
+
+def test_decoder_is_tied_to_the_word_embeddings(pretrainer):
+    vocab_sized = [w.path for w in pretrainer.weights if CONFIG.vocab_size in w.shape]
+    assert sorted(vocab_sized) == ["embeddings/word_embeddings", "masked_lm/output_bias"]
+    features, labels = _batch()
+    table = pretrainer.encoder.embeddings.word_embeddings
+    with tf.GradientTape() as tape:
+        _, mlm_loss, _ = pretraining_losses(labels, pretrainer(features))
+    grad = tf.convert_to_tensor(tape.gradient(mlm_loss, table))
+    unused = np.setdiff1d(np.arange(CONFIG.vocab_size), features["input_word_ids"])
+    # Rows of tokens absent from the input only get gradient through the tied decoder.
+    assert np.abs(grad.numpy()[unused]).sum(axis=1).min() > 0
+
+
+def test_loss_matches_the_original_formula(pretrainer):
+    features, labels = _batch()
+    out = pretrainer(features)
+    total, mlm_loss, nsp_loss = (float(v) for v in pretraining_losses(labels, out))
+    logits = np.asarray(out["mlm_logits"], "float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, labels["masked_lm_ids"][..., None], -1)[..., 0]
+    w = labels["masked_lm_weights"]
+    expected_mlm = (w * nll).sum() / (w.sum() + 1e-5)
+    nsp = np.asarray(out["nsp_logits"], "float64")
+    nsp_lp = nsp - np.log(np.exp(nsp).sum(-1, keepdims=True))
+    expected_nsp = -np.take_along_axis(nsp_lp, labels["next_sentence_labels"], -1).mean()
+    np.testing.assert_allclose([mlm_loss, nsp_loss, total], [expected_mlm, expected_nsp, expected_mlm + expected_nsp], rtol=1e-5)
+
+
+def test_fit_overfits_a_small_batch(pretrainer):
+    features, labels = _batch()
+    pretrainer.compile(optimizer=keras.optimizers.Adam(2e-3))
+    history = pretrainer.fit(features, labels, batch_size=8, epochs=80, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0] / 10
+    result = pretrainer.evaluate(features, labels, verbose=0, return_dict=True)
+    assert result["mlm_accuracy"] > 0.9 and result["nsp_accuracy"] > 0.9
+
+
+def test_keras_file_round_trip(pretrainer, tmp_path):
+    path = tmp_path / "pretrainer.keras"
+    pretrainer.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.masked_lm.embedding_layer is restored.encoder.embeddings
+    features, _ = _batch(seed=3)
+    a, b = pretrainer(features), restored(features)
+    np.testing.assert_array_equal(a["mlm_logits"], b["mlm_logits"])
+    np.testing.assert_array_equal(a["nsp_logits"], b["nsp_logits"])
