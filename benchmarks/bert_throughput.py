@@ -1,0 +1,244 @@
+"""Training and inference throughput of keras_bert_lite vs KerasHub vs Hugging Face, one table.
+
+Each measurement runs in its own fresh process (so peak memory is per library and per job) on the
+same machine in the same invocation, next to a plain `tf.matmul` ceiling.
+
+    python benchmarks/bert_throughput.py                      # small-like and base, all peers
+    python benchmarks/bert_throughput.py --configs=small --steps=10
+
+Work measured:
+- train: one pre-training step on random ids: encoder forward + MLM logits gathered at 20 masked
+  positions (+ NSP for keras_bert_lite; KerasHub's BertMaskedLM and Hugging Face's
+  BertForMaskedLM have no NSP head, a [batch, H] x [H, 2] difference) + AdamW update.
+- infer: encoder forward only, dropout off.
+FLOPs are counted as: forward = 2 x (transformer-layer parameters) x tokens + attention
+4 x S^2 x H x L x B + MLM head 2 x (H^2 + H x V) x B x P; training = 3 x forward. Embedding
+look-ups are not counted. GFLOP/s = FLOPs / step time.
+
+Requires the `bench` extra: `pip install -e '.[bench]'` (keras-hub, torch, transformers).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("configs", ["small", "base"], "Configs: small (L4 H256 A4 I1024, batch 32) and base (batch 8).")
+flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
+flags.DEFINE_list("libraries", ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf"], "Peers to measure.")
+flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
+flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
+flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
+
+SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
+CONFIGS = {  # layers, hidden, heads, intermediate, batch
+    "small": (4, 256, 4, 1024, 32),
+    "base": (12, 768, 12, 3072, 8),
+}
+
+
+def flops_per_step(config: str, mode: str) -> float:
+    layers, hidden, _, intermediate, batch = CONFIGS[config]
+    layer_params = 4 * hidden * hidden + 2 * hidden * intermediate
+    tokens = batch * SEQ
+    forward = 2 * layer_params * layers * tokens + 4 * SEQ * SEQ * hidden * layers * batch
+    if mode == "infer":
+        return forward
+    forward += 2 * (hidden * hidden + hidden * VOCAB) * batch * PREDICTIONS
+    return 3 * forward
+
+
+def random_batch(config: str):
+    import numpy as np
+
+    batch = CONFIGS[config][4]
+    rng = np.random.default_rng(0)
+    return {
+        "ids": rng.integers(1000, VOCAB, (batch, SEQ)).astype("int32"),
+        "mask": np.ones((batch, SEQ), "int32"),
+        "types": np.zeros((batch, SEQ), "int32"),
+        "positions": np.sort(rng.integers(1, SEQ, (batch, PREDICTIONS)), axis=1).astype("int32"),
+        "labels": rng.integers(1000, VOCAB, (batch, PREDICTIONS)).astype("int32"),
+        "nsp": rng.integers(0, 2, (batch, 1)).astype("int32"),
+    }
+
+
+def _time(step, steps: int, warmup: int) -> float:
+    for _ in range(warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - start) / steps
+
+
+def tf_step(library: str, config: str, mode: str, xla: bool):
+    """Returns a no-argument callable running one step with TensorFlow (ours or KerasHub)."""
+    import keras
+    import tensorflow as tf
+
+    layers, hidden, heads, intermediate, _ = CONFIGS[config]
+    data = random_batch(config)
+    if library == "ours":
+        import keras_bert_lite as kbl
+
+        bert_config = kbl.BertConfig(
+            vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
+            num_attention_heads=heads, intermediate_size=intermediate,
+        )
+        encoder = kbl.BertEncoder(bert_config)
+        inputs = {"input_word_ids": data["ids"], "input_mask": data["mask"], "input_type_ids": data["types"]}
+        if mode == "infer":
+            return tf.function(lambda: encoder(inputs, training=False)["sequence_output"], jit_compile=xla)
+        model = kbl.BertPretrainer(encoder)
+        features = {**inputs, "masked_lm_positions": data["positions"]}
+        labels = {"masked_lm_ids": data["labels"], "masked_lm_weights": tf.ones(data["labels"].shape),
+                  "next_sentence_labels": data["nsp"]}
+
+        def loss_fn():
+            return kbl.pretraining_losses(labels, model(features, training=True))[0]
+    else:
+        import keras_hub
+
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
+            intermediate_dim=intermediate, max_sequence_length=512,
+        )
+        inputs = {"token_ids": data["ids"], "padding_mask": data["mask"], "segment_ids": data["types"]}
+        if mode == "infer":
+            return tf.function(lambda: backbone(inputs, training=False)["sequence_output"], jit_compile=xla)
+        model = keras_hub.models.BertMaskedLM(backbone)
+        features = {**inputs, "mask_positions": data["positions"]}
+        loss_object = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        def loss_fn():
+            return loss_object(data["labels"], model(features, training=True))
+
+    optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=xla)
+    def train_step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn()
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return lambda: train_step().numpy()
+
+
+def torch_step(config: str, mode: str):
+    """Returns a no-argument callable running one step of Hugging Face BertForMaskedLM on torch."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    layers, hidden, heads, intermediate, _ = CONFIGS[config]
+    data = {k: torch.from_numpy(v).long() for k, v in random_batch(config).items()}
+    hf_config = transformers.BertConfig(
+        vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        intermediate_size=intermediate, hidden_act="gelu_new",
+    )
+    model = transformers.BertForMaskedLM(hf_config)
+    if mode == "infer":
+        model.eval()
+
+        def infer():
+            with torch.inference_mode():
+                model.bert(input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"])
+
+        return infer
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
+
+    def train():
+        hidden_states = model.bert(
+            input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"]
+        ).last_hidden_state
+        index = data["positions"][..., None].expand(-1, -1, hidden_states.shape[-1])
+        logits = model.cls(torch.gather(hidden_states, 1, index))
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), data["labels"].reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return train
+
+
+def matmul_ceiling() -> float:
+    """GFLOP/s of a float32 [4096, 768] x [768, 3072] tf.matmul, the hardware's practical ceiling."""
+    import tensorflow as tf
+
+    a = tf.random.normal((4096, 768))
+    b = tf.random.normal((768, 3072))
+    step = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
+    seconds = _time(lambda: step().numpy(), FLAGS.steps, FLAGS.warmup)
+    return 2 * 4096 * 768 * 3072 / seconds / 1e9
+
+
+def run_worker(spec: str) -> dict:
+    library, config, mode = spec.split(":")
+    if library == "matmul":
+        return {"gflops": matmul_ceiling(), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    if library == "hf":
+        step = torch_step(config, mode)
+    else:
+        step = tf_step(library.removesuffix("_xla"), config, mode, xla=library.endswith("_xla"))
+    seconds = _time(step, FLAGS.steps, FLAGS.warmup)
+    batch = CONFIGS[config][4]
+    return {
+        "seq_per_s": batch / seconds,
+        "gflops": flops_per_step(config, mode) / seconds / 1e9,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def measure(spec: str) -> dict:
+    argv = [sys.executable, __file__, f"--worker={spec}", f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv):
+    del argv
+    if FLAGS.worker:
+        print(json.dumps(run_worker(FLAGS.worker)))
+        return
+    ceiling = measure("matmul:-:-")
+    print(f"tf.matmul ceiling: {ceiling.get('gflops', float('nan')):.1f} GFLOP/s "
+          f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs)\n")
+    header = f"{'config':6} {'job':5} {'library':14} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'peak MB':>8}  ratio ours_best/this"
+    print(header)
+    print("-" * len(header))
+    for config in FLAGS.configs:
+        for mode in FLAGS.modes:
+            rows = {lib: measure(f"{lib}:{config}:{mode}") for lib in FLAGS.libraries}
+            ours = max((r.get("seq_per_s", 0) for lib, r in rows.items() if lib.startswith("ours")), default=0)
+            for lib, r in rows.items():
+                if "error" in r:
+                    print(f"{config:6} {mode:5} {lib:14} error: {r['error'][:80]}")
+                    continue
+                pct = 100 * r["gflops"] / ceiling["gflops"] if "gflops" in ceiling else float("nan")
+                ratio = ours / r["seq_per_s"] if r["seq_per_s"] else float("nan")
+                print(f"{config:6} {mode:5} {lib:14} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% "
+                      f"{r['peak_mb']:8.0f}  {ratio:.2f}x")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    app.run(main)
