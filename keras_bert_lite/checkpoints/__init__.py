@@ -1,0 +1,32 @@
+"""Interoperability with Google's original TF1 checkpoints and Hugging Face BERT folders."""
+
+from keras_bert_lite.checkpoints.google import (
+    from_google_checkpoint,
+    load_google_checkpoint,
+    resolve_checkpoint_prefix,
+    save_google_checkpoint,
+)
+from keras_bert_lite.checkpoints.huggingface import (
+    bert_config_from_hf,
+    from_hf_checkpoint,
+    hf_config_from_bert,
+    load_hf_checkpoint,
+    read_hf_config,
+    save_hf_checkpoint,
+)
+from keras_bert_lite.checkpoints.report import CheckpointMismatchError, LoadReport
+
+__all__ = [
+    "CheckpointMismatchError",
+    "LoadReport",
+    "bert_config_from_hf",
+    "from_google_checkpoint",
+    "from_hf_checkpoint",
+    "hf_config_from_bert",
+    "load_google_checkpoint",
+    "load_hf_checkpoint",
+    "read_hf_config",
+    "resolve_checkpoint_prefix",
+    "save_google_checkpoint",
+    "save_hf_checkpoint",
+]

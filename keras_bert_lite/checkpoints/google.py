@@ -1,0 +1,194 @@
+"""Google's original TF1 BERT checkpoints (`bert_model.ckpt.*`): load, save, release folders.
+
+Example:
+
+    >>> encoder, preprocessor = from_google_checkpoint("uncased_L-12_H-768_A-12")
+    >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
+
+    >>> pretrainer = BertPretrainer(BertEncoder(BertConfig.from_json_file("bert_config.json")))
+    >>> report = load_google_checkpoint(pretrainer, "uncased_L-12_H-768_A-12/bert_model.ckpt")
+    >>> save_google_checkpoint(pretrainer, "out/bert_model.ckpt")  # readable by the original code
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_lite.checkpoints.mapping import GOOGLE_HEAD_PREFIXES, weight_specs
+from keras_bert_lite.checkpoints.release import build_model, lower_case_from_name, make_preprocessor
+from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
+from keras_bert_lite.config import BertConfig
+
+# Errors the checkpoint reader raises for unreadable (truncated, corrupt) files.
+_READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, RuntimeError)
+
+
+def _skipped(name: str) -> bool:
+    """Optimizer state, never part of the model: Adam slots and the step counter."""
+    return name == "global_step" or name.endswith(("/adam_m", "/adam_v"))
+
+
+def resolve_checkpoint_prefix(path: str | os.PathLike) -> str:
+    """Returns the checkpoint prefix (`.../bert_model.ckpt`) for a prefix, file or directory.
+
+    Args:
+        path: a prefix; its `.index` or `.data-*` file; or a directory holding a `checkpoint`
+            state file or exactly one `*.index` file (a Google release folder).
+
+    Raises:
+        FileNotFoundError: naming the path when no checkpoint is there.
+        ValueError: when a directory holds several checkpoints.
+    """
+    path = os.fspath(path)
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
+        indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
+        if not indexes:
+            raise FileNotFoundError(f"No TF checkpoint in directory {path} (expected e.g. bert_model.ckpt.index).")
+        if len(indexes) > 1:
+            raise ValueError(f"Several checkpoints in directory {path}: {indexes}; pass the prefix of one.")
+        return indexes[0][: -len(".index")]
+    if path.endswith(".index"):
+        path = path[: -len(".index")]
+    elif ".data-" in os.path.basename(path):
+        path = path[: path.rindex(".data-")]
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"TF checkpoint not found: {path}.index does not exist.")
+    return path
+
+
+def load_google_checkpoint(model: keras.Model, ckpt_path: str | os.PathLike, strict: bool = True) -> LoadReport:
+    """Loads an original TF1 BERT checkpoint into a `BertEncoder` or `BertPretrainer`.
+
+    Variables are read by their original names (`bert/embeddings/word_embeddings`,
+    `bert/encoder/layer_N/...`, `bert/pooler/dense/...`, and for a pretrainer
+    `cls/predictions/...` and `cls/seq_relationship/...`). Optimizer slots (`*/adam_m`,
+    `*/adam_v`) and `global_step` are skipped. A checkpoint whose position or segment table has
+    more rows than the model's config uses (e.g. 512 positions into a 128-position model) loads
+    its first rows; the report lists these under `sliced`.
+
+    Args:
+        model: a built `BertEncoder` or `BertPretrainer`.
+        ckpt_path: checkpoint prefix (`.../bert_model.ckpt`), one of its files, or its directory.
+        strict: when True (default), any missing, unexpected or shape-mismatched variable raises
+            `CheckpointMismatchError` naming them and nothing is assigned. When False, every
+            variable that fits is loaded and the rest is only reported (partial loads, e.g. an
+            encoder from a pre-training checkpoint: the `cls/*` heads are then `unexpected`).
+
+    Returns:
+        A `LoadReport`: loaded, missing, unexpected, mismatched and sliced variable names.
+
+    Raises:
+        FileNotFoundError: no checkpoint at `ckpt_path`.
+        ValueError: the checkpoint cannot be read (truncated or corrupt), naming the file.
+        CheckpointMismatchError: (a ValueError) in strict mode, when the checkpoint does not fit.
+    """
+    prefix = resolve_checkpoint_prefix(ckpt_path)
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        shapes = {
+            name: tuple(shape)
+            for name, shape in reader.get_variable_to_shape_map().items()
+            if not _skipped(name)
+        }
+    except _READ_ERRORS as e:
+        raise ValueError(f"Cannot read TF checkpoint {prefix} (truncated or corrupt?): {e}") from None
+
+    def read(name: str) -> np.ndarray:
+        try:
+            return reader.get_tensor(name)
+        except _READ_ERRORS as e:
+            raise ValueError(
+                f"Cannot read variable {name} from TF checkpoint {prefix} (truncated or corrupt?): {e}"
+            ) from None
+
+    return restore_weights(weight_specs(model, "google"), shapes, read, strict=strict, source=prefix)
+
+
+def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
+    """Writes a `BertEncoder`'s or `BertPretrainer`'s weights as an original TF1 checkpoint.
+
+    The files (`{path}.index`, `{path}.data-00000-of-00001`) hold exactly the original variable
+    names, shapes and float32 values, so Google's `modeling.py` / `run_pretraining.py` restore
+    them with `tf.train.init_from_checkpoint` or a `tf.compat.v1.train.Saver`. The bundle is
+    written under a temporary prefix and renamed into place, so an interrupted save never leaves a
+    half-written checkpoint at `path`. Pair it with `model.config.to_json_file("bert_config.json")`.
+
+    Args:
+        model: a `BertEncoder` (writes `bert/*`) or `BertPretrainer` (also `cls/*`).
+        path: the checkpoint prefix, e.g. `out/bert_model.ckpt`; parent folders are created.
+
+    Returns:
+        The prefix written.
+    """
+    path = os.fspath(path)
+    specs = weight_specs(model, "google")
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+    tensors = []
+    for spec in specs:
+        value = keras.ops.convert_to_numpy(spec.variable)
+        tensors.append(tf.constant(value.T if spec.transpose else value))
+    try:
+        tf.raw_ops.SaveV2(
+            prefix=tmp,
+            tensor_names=[spec.name for spec in specs],
+            shape_and_slices=[""] * len(specs),
+            tensors=tensors,
+        )
+        # Data shard(s) first, index last: the index is what makes a checkpoint visible.
+        for data_file in tf.io.gfile.glob(tmp + ".data-*"):
+            tf.io.gfile.rename(data_file, path + data_file[len(tmp):], overwrite=True)
+        tf.io.gfile.rename(tmp + ".index", path + ".index", overwrite=True)
+    finally:
+        for leftover in tf.io.gfile.glob(tmp + ".*"):
+            tf.io.gfile.remove(leftover)
+    return path
+
+
+def from_google_checkpoint(
+    directory: str | os.PathLike,
+    model: str = "encoder",
+    seq_length: int = 128,
+    lower_case: bool | None = None,
+) -> tuple[keras.Model, keras.layers.Layer]:
+    """Builds a model and its preprocessor from a Google BERT release folder.
+
+    The folder holds `bert_config.json`, `vocab.txt` and `bert_model.ckpt.*` (as in
+    `uncased_L-12_H-768_A-12/` or the Small BERTs `uncased_L-4_H-256_A-4/`).
+
+    Args:
+        directory: the release folder.
+        model: "encoder" (a `BertEncoder`; the checkpoint's pre-training heads are ignored) or
+            "pretrainer" (a `BertPretrainer`; the checkpoint must hold the `cls/*` heads).
+        seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
+        lower_case: whether the vocabulary is uncased; None infers it from the folder name as
+            Google's releases are named ("cased" in the name, e.g. `cased_L-12_H-768_A-12` or
+            `multi_cased_...`, means False; otherwise True).
+
+    Returns:
+        (model, preprocessor): the loaded model and a `BertPreprocessor` for its vocabulary.
+
+    Raises:
+        FileNotFoundError: naming a missing file. CheckpointMismatchError: when the checkpoint
+        does not fit `bert_config.json` (anything other than unused heads for an encoder).
+    """
+    directory = os.fspath(directory)
+    config = BertConfig.from_json_file(os.path.join(directory, "bert_config.json"))
+    vocab_file = os.path.join(directory, "vocab.txt")
+    if lower_case is None:
+        lower_case = lower_case_from_name(directory)
+    preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case)
+    target = build_model(config, model)
+    report = load_google_checkpoint(target, directory, strict=False)
+    report.raise_for_problems(allowed_unexpected=GOOGLE_HEAD_PREFIXES if model == "encoder" else ())
+    return target, preprocessor

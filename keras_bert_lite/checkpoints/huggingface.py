@@ -1,0 +1,336 @@
+"""Hugging Face BERT folders (`config.json` + `model.safetensors`): load, save, build.
+
+Reads `BertModel` names (`embeddings.*`, `encoder.layer.N.*`, `pooler.*`) and
+`BertForPreTraining` names (the same under `bert.`, plus `cls.predictions.*` and
+`cls.seq_relationship.*`). PyTorch `nn.Linear` weights are [out, in] and are transposed.
+
+Example:
+
+    >>> encoder, preprocessor = from_hf_checkpoint("all-MiniLM-L6-v2")
+    >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
+    >>> save_hf_checkpoint(encoder, "exported")  # loads with transformers.BertModel.from_pretrained
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import keras
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from keras_bert_lite.checkpoints.mapping import HF_HEAD_PREFIXES, weight_specs
+from keras_bert_lite.checkpoints.release import build_model, make_preprocessor
+from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.models import BertPretrainer
+
+CONFIG_NAME = "config.json"
+SAFETENSORS_NAME = "model.safetensors"
+SAFETENSORS_INDEX_NAME = "model.safetensors.index.json"
+PYTORCH_NAME = "pytorch_model.bin"
+
+# Hugging Face `hidden_act` -> ours. HF's "gelu" is the exact erf form; its tanh approximations
+# ("gelu_new", "gelu_pytorch_tanh") are BERT's original GELU, our "gelu".
+_ACTIVATIONS_FROM_HF = {
+    "gelu": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "silu": "silu",
+    "swish": "silu",
+}
+_ACTIVATIONS_TO_HF = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "silu": "silu"}
+
+# transformers.BertConfig's defaults, used for keys a config.json leaves out.
+_HF_DEFAULTS = {
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+    "layer_norm_eps": 1e-12,
+}
+
+# Settings that change the computation without changing any weight's shape.
+_SHAPELESS_FIELDS = ("num_attention_heads", "hidden_act", "layer_norm_eps")
+
+
+def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> BertConfig:
+    """Converts a Hugging Face BERT `config.json` dict into a `BertConfig`.
+
+    Raises:
+        ValueError: naming `source` and the field, for a model that is not a BERT with absolute
+            positions, or an activation we do not implement.
+    """
+    model_type = values.get("model_type", "bert")
+    if model_type != "bert":
+        raise ValueError(f"{source}: model_type {model_type!r} is not a BERT model ('bert').")
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(f"{source}: position_embedding_type {position_type!r} is not supported (only 'absolute').")
+    fields = {key: values.get(key, default) for key, default in _HF_DEFAULTS.items()}
+    if fields["hidden_act"] not in _ACTIVATIONS_FROM_HF:
+        raise ValueError(
+            f"{source}: hidden_act {fields['hidden_act']!r} is not supported; expected one of "
+            f"{sorted(_ACTIVATIONS_FROM_HF)}."
+        )
+    fields["hidden_act"] = _ACTIVATIONS_FROM_HF[fields["hidden_act"]]
+    try:
+        return BertConfig(**fields)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{source}: {e}") from None
+
+
+def hf_config_from_bert(config: BertConfig, architecture: str = "BertModel") -> dict[str, Any]:
+    """A Hugging Face `config.json` dict for `config` (`architecture`: BertModel or BertForPreTraining)."""
+    values = config.to_dict()
+    values["hidden_act"] = _ACTIVATIONS_TO_HF[config.hidden_act]
+    values.update(
+        architectures=[architecture], model_type="bert", position_embedding_type="absolute", pad_token_id=0
+    )
+    return values
+
+
+def read_hf_config(directory: str | os.PathLike) -> BertConfig:
+    """Reads `directory/config.json` as a `BertConfig` (see `bert_config_from_hf`)."""
+    path = os.path.join(os.fspath(directory), CONFIG_NAME)
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"Hugging Face config not found: {path}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+    return bert_config_from_hf(values, source=path)
+
+
+def _read_safetensors(path: str) -> dict[str, np.ndarray]:
+    try:
+        return safetensors.numpy.load_file(path)
+    except (safetensors.SafetensorError, OSError, ValueError) as e:
+        raise ValueError(f"Cannot read {path} (truncated or corrupt?): {e}") from None
+
+
+def _read_pytorch(path: str) -> dict[str, np.ndarray]:
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"{path} is a PyTorch file; reading it needs torch (or use model.safetensors).") from None
+    try:
+        # weights_only=True: unpickling may only rebuild tensors, never run code.
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises assorted types for bad or unsafe pickles
+        raise ValueError(f"Cannot read {path} as a PyTorch state dict: {e}") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} holds a {type(state).__name__}, not a state dict of tensors.")
+    out = {}
+    for name, tensor in state.items():
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        out[name] = tensor.detach().numpy()
+    return out
+
+
+def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray], str]:
+    """Reads all tensors of a Hugging Face folder, as saved (original names, [out, in] weights).
+
+    Looks for `model.safetensors`, then a sharded `model.safetensors.index.json`, then
+    `pytorch_model.bin` (only if torch is installed; read with `weights_only=True`).
+
+    Returns:
+        (name -> numpy array, path of what was read).
+
+    Raises:
+        FileNotFoundError: none of these files exist. ValueError: a file cannot be read.
+    """
+    directory = os.fspath(directory)
+    single = os.path.join(directory, SAFETENSORS_NAME)
+    index = os.path.join(directory, SAFETENSORS_INDEX_NAME)
+    pytorch = os.path.join(directory, PYTORCH_NAME)
+    if os.path.isfile(single):
+        return _read_safetensors(single), single
+    if os.path.isfile(index):
+        try:
+            with open(index, encoding="utf-8") as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError, AttributeError) as e:
+            raise ValueError(f"{index}: not a safetensors index (needs a 'weight_map'): {e}") from None
+        weights = {}
+        for shard in shards:
+            weights.update(_read_safetensors(os.path.join(directory, shard)))
+        return weights, index
+    if os.path.isfile(pytorch):
+        return _read_pytorch(pytorch), pytorch
+    raise FileNotFoundError(
+        f"No Hugging Face weights in {directory}: expected {SAFETENSORS_NAME}, {SAFETENSORS_INDEX_NAME} "
+        f"or {PYTORCH_NAME}."
+    )
+
+
+def _normalize_names(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """BertModel and BertForPreTraining names in one form: no `bert.` prefix, LayerNorm
+    weight/bias (older files say gamma/beta), without buffers and tied copies."""
+    out = {}
+    for name, value in weights.items():
+        if name.startswith("bert."):
+            name = name[len("bert."):]
+        if ".LayerNorm." in name or name.startswith("LayerNorm."):
+            name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        out[name] = value
+    out.pop("embeddings.position_ids", None)  # a buffer of 0..P-1, not a weight
+    # The MLM decoder is tied to the word embeddings and its bias to cls.predictions.bias; drop
+    # the copies some files hold, keep anything that differs so it is reported.
+    if "cls.predictions.decoder.bias" in out and "cls.predictions.bias" not in out:
+        out["cls.predictions.bias"] = out.pop("cls.predictions.decoder.bias")
+    for copy, original in (
+        ("cls.predictions.decoder.weight", "embeddings.word_embeddings.weight"),
+        ("cls.predictions.decoder.bias", "cls.predictions.bias"),
+    ):
+        if copy in out and original in out and np.array_equal(out[copy], out[original]):
+            del out[copy]
+    return out
+
+
+def _config_mismatches(checkpoint: BertConfig, model: BertConfig, source: str) -> list[str]:
+    return [
+        f"{field} is {getattr(checkpoint, field)!r} in {source} but {getattr(model, field)!r} in the model"
+        for field in _SHAPELESS_FIELDS
+        if getattr(checkpoint, field) != getattr(model, field)
+    ]
+
+
+def _model_config(model: keras.Model) -> BertConfig:
+    return model.encoder.config if isinstance(model, BertPretrainer) else model.config
+
+
+def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict: bool = True) -> LoadReport:
+    """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`.
+
+    Reads `config.json` and `model.safetensors` (or a sharded safetensors index, or
+    `pytorch_model.bin` when torch is installed, read with `torch.load(weights_only=True)` so the
+    file cannot run code). Names may come from `BertModel` or `BertForPreTraining` (with or
+    without the `bert.` prefix). Position/segment tables larger than the model's are sliced to
+    their first rows (reported under `sliced`). Besides shapes, the settings shapes cannot reveal
+    (`num_attention_heads`, `hidden_act` with HF's "gelu" = our "gelu_exact", `layer_norm_eps`)
+    must agree with `config.json`.
+
+    Args:
+        model: a built `BertEncoder` or `BertPretrainer`.
+        directory: the Hugging Face model folder.
+        strict: when True (default) any missing, unexpected or mismatched tensor or setting raises
+            `CheckpointMismatchError` naming it, and nothing is assigned; when False what fits is
+            loaded and the rest is reported (e.g. an encoder from a `BertForPreTraining` folder).
+
+    Returns:
+        A `LoadReport` (names as in the file, without `bert.`).
+
+    Raises:
+        FileNotFoundError: `config.json` or the weights are missing (naming the path).
+        ValueError: a file cannot be read. CheckpointMismatchError: in strict mode, a mismatch.
+    """
+    directory = os.fspath(directory)
+    checkpoint_config = read_hf_config(directory)
+    weights, source = read_hf_weights(directory)
+    weights = _normalize_names(weights)
+    return restore_weights(
+        weight_specs(model, "hf"),
+        {name: value.shape for name, value in weights.items()},
+        weights.__getitem__,
+        strict=strict,
+        source=source,
+        config_mismatches=_config_mismatches(checkpoint_config, _model_config(model), CONFIG_NAME),
+    )
+
+
+def _lower_case_from_tokenizer_config(directory: str) -> bool:
+    path = os.path.join(directory, "tokenizer_config.json")
+    if not os.path.isfile(path):
+        return True
+    try:
+        with open(path, encoding="utf-8") as f:
+            return bool(json.load(f).get("do_lower_case", True))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+
+
+def from_hf_checkpoint(
+    directory: str | os.PathLike,
+    model: str = "encoder",
+    seq_length: int = 128,
+    lower_case: bool | None = None,
+) -> tuple[keras.Model, keras.layers.Layer]:
+    """Builds a model and its preprocessor from a Hugging Face BERT folder.
+
+    Args:
+        directory: folder with `config.json`, `model.safetensors` (or `pytorch_model.bin`) and
+            `vocab.txt`.
+        model: "encoder" (a `BertEncoder`; pre-training heads in the file are ignored) or
+            "pretrainer" (a `BertPretrainer`; the file must hold the `cls.*` heads).
+        seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
+        lower_case: None reads `do_lower_case` from `tokenizer_config.json` (default True).
+
+    Returns:
+        (model, preprocessor).
+    """
+    directory = os.fspath(directory)
+    config = read_hf_config(directory)
+    if lower_case is None:
+        lower_case = _lower_case_from_tokenizer_config(directory)
+    preprocessor = make_preprocessor(os.path.join(directory, "vocab.txt"), config, seq_length, lower_case)
+    target = build_model(config, model)
+    report = load_hf_checkpoint(target, directory, strict=False)
+    report.raise_for_problems(allowed_unexpected=HF_HEAD_PREFIXES if model == "encoder" else ())
+    return target, preprocessor
+
+
+def save_hf_checkpoint(model: keras.Model, directory: str | os.PathLike) -> str:
+    """Writes `config.json` + `model.safetensors` that `transformers` loads.
+
+    A `BertEncoder` is written as a `BertModel` (unprefixed names); a `BertPretrainer` as a
+    `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not duplicated). Files are
+    written under temporary names and renamed into place. Copy `vocab.txt` next to them to make a
+    complete folder.
+
+    Args:
+        model: a `BertEncoder` or `BertPretrainer`.
+        directory: output folder (created if needed).
+
+    Returns:
+        The folder written.
+    """
+    directory = os.fspath(directory)
+    pretrainer = isinstance(model, BertPretrainer)
+    tensors = {}
+    for spec in weight_specs(model, "hf"):
+        value = keras.ops.convert_to_numpy(spec.variable)
+        name = spec.name if not pretrainer or spec.name.startswith("cls.") else "bert." + spec.name
+        tensors[name] = np.ascontiguousarray(value.T if spec.transpose else value)
+    config = hf_config_from_bert(_model_config(model), "BertForPreTraining" if pretrainer else "BertModel")
+    os.makedirs(directory, exist_ok=True)
+    tag = uuid.uuid4().hex
+    weights_tmp = os.path.join(directory, f".{SAFETENSORS_NAME}.{tag}")
+    config_tmp = os.path.join(directory, f".{CONFIG_NAME}.{tag}")
+    try:
+        safetensors.numpy.save_file(tensors, weights_tmp, metadata={"format": "pt"})
+        with open(config_tmp, "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(weights_tmp, os.path.join(directory, SAFETENSORS_NAME))
+        os.replace(config_tmp, os.path.join(directory, CONFIG_NAME))
+    finally:
+        for leftover in (weights_tmp, config_tmp):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+    return directory

@@ -1,0 +1,185 @@
+"""Fixtures for the checkpoint tests: real MiniLM weights, real sentences, and one run of Google's
+original BERT code (see original_bert.py) shared by every test that compares against it."""
+
+import dataclasses
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
+from keras_bert_lite.checkpoints import load_hf_checkpoint, read_hf_config, save_google_checkpoint
+
+# Real sentences: single texts of different lengths (a padded batch) and sentence pairs.
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Hello!",
+    "BERT's checkpoints, released by Google in 2018, are still used to initialise new models.",
+    "Zürich's café serves crème brûlée — naïvely priced at 12.50 CHF.",
+]
+PAIRS = [
+    ("How old is the universe?", "Measurements of the cosmic microwave background suggest 13.8 billion years."),
+    ("Is it raining?", "No."),
+    ("The encoder is post-LayerNorm.", "Each residual branch is followed by layer normalisation and dropout."),
+]
+
+# The tiny model that the original code pre-trains for one step (hidden_act "gelu" = tanh GELU).
+TINY_ORIGINAL_CONFIG = dict(
+    vocab_size=128,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    hidden_act="gelu",
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    max_position_embeddings=64,
+    type_vocab_size=2,
+    initializer_range=0.02,
+)
+
+HERE = pathlib.Path(__file__).parent
+
+
+def encoder_feed(arrays: dict) -> dict:
+    """Our encoder's inputs from arrays with the original names."""
+    return {
+        "input_word_ids": arrays["input_ids"],
+        "input_mask": arrays["input_mask"],
+        "input_type_ids": arrays["segment_ids"],
+    }
+
+
+@pytest.fixture(scope="session")
+def feed():
+    """`feed(arrays)`: our encoder's inputs from arrays named as in the original code."""
+    return encoder_feed
+
+
+@pytest.fixture(scope="session")
+def real_sentences() -> tuple:
+    """(SENTENCES, PAIRS)."""
+    return SENTENCES, PAIRS
+
+
+@pytest.fixture(scope="session")
+def real_batch(minilm_dir) -> dict:
+    """SENTENCES and PAIRS tokenized by Hugging Face's tokenizer, padded to one length (int32)."""
+    from transformers import BertTokenizerFast
+
+    tokenizer = BertTokenizerFast.from_pretrained(minilm_dir)
+    singles = tokenizer(SENTENCES, return_tensors="np", padding=True)
+    pairs = tokenizer([a for a, _ in PAIRS], [b for _, b in PAIRS], return_tensors="np", padding=True)
+    length = max(singles["input_ids"].shape[1], pairs["input_ids"].shape[1])
+    singles = tokenizer(SENTENCES, return_tensors="np", padding="max_length", max_length=length)
+    pairs = tokenizer(
+        [a for a, _ in PAIRS], [b for _, b in PAIRS], return_tensors="np", padding="max_length", max_length=length
+    )
+    return {
+        "input_ids": np.concatenate([singles["input_ids"], pairs["input_ids"]]).astype("int32"),
+        "input_mask": np.concatenate([singles["attention_mask"], pairs["attention_mask"]]).astype("int32"),
+        "segment_ids": np.concatenate([singles["token_type_ids"], pairs["token_type_ids"]]).astype("int32"),
+    }
+
+
+@pytest.fixture(scope="session")
+def minilm_encoder(minilm_dir) -> BertEncoder:
+    """Our BertEncoder with the real all-MiniLM-L6-v2 weights (hidden_act gelu_exact, as in HF)."""
+    encoder = BertEncoder(read_hf_config(minilm_dir))
+    load_hf_checkpoint(encoder, minilm_dir)
+    return encoder
+
+
+@dataclasses.dataclass
+class OriginalRun:
+    """Results of one run of the original BERT code.
+
+    minilm_*: our MiniLM (converted to tanh GELU) written with save_google_checkpoint, restored
+        by the original BertModel: inputs, the original's outputs and ours.
+    tiny_*: a tiny model pre-trained one step by the original code and saved with its Saver:
+        config dict, checkpoint prefix, inputs and the original's outputs (incl. MLM/NSP logits).
+    """
+
+    minilm_inputs: dict
+    minilm_reference: dict
+    minilm_ours: dict
+    tiny_config: dict
+    tiny_checkpoint: str
+    tiny_inputs: dict
+    tiny_reference: dict
+
+
+def _tiny_inputs(rng) -> dict:
+    batch, seq, predictions, vocab = 4, 24, 6, TINY_ORIGINAL_CONFIG["vocab_size"]
+    lengths = np.array([24, 17, 9, 12])
+    positions = np.arange(seq)
+    mask = (positions[None, :] < lengths[:, None]).astype("int32")
+    ids = rng.integers(5, vocab, (batch, seq)).astype("int32") * mask
+    segments = ((positions[None, :] >= lengths[:, None] // 2) * mask).astype("int32")
+    return {
+        "input_ids": ids,
+        "input_mask": mask,
+        "segment_ids": segments,
+        "masked_lm_positions": np.sort(rng.integers(1, 9, (batch, predictions)), axis=1).astype("int32"),
+        "masked_lm_ids": rng.integers(5, vocab, (batch, predictions)).astype("int32"),
+        "masked_lm_weights": (rng.random((batch, predictions)) < 0.8).astype("float32"),
+        "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype("int32"),
+    }
+
+
+@pytest.fixture(scope="session")
+def original_run(tmp_path_factory, minilm_dir, real_batch) -> OriginalRun:
+    work = tmp_path_factory.mktemp("original_bert")
+    # Ours -> Google format: MiniLM with BERT's tanh GELU, since the original code only has that.
+    config = dataclasses.replace(read_hf_config(minilm_dir), hidden_act="gelu")
+    encoder = BertEncoder(config)
+    report = load_hf_checkpoint(encoder, minilm_dir, strict=False)
+    assert report.problems() == [
+        "config differs (1): hidden_act is 'gelu_exact' in config.json but 'gelu' in the model"
+    ]
+    outputs = encoder(encoder_feed(real_batch))
+    minilm_ours = {
+        "sequence_output": outputs["sequence_output"].numpy(),
+        "pooled_output": outputs["pooled_output"].numpy(),
+        **{f"layer_{i}": x.numpy() for i, x in enumerate(outputs["encoder_outputs"])},
+    }
+    minilm_ckpt = save_google_checkpoint(encoder, work / "minilm" / "bert_model.ckpt")
+    np.savez(work / "minilm_inputs.npz", **real_batch)
+    tiny_inputs = _tiny_inputs(np.random.default_rng(7))
+    np.savez(work / "tiny_inputs.npz", **tiny_inputs)
+    google_config = {k: v for k, v in config.to_dict().items() if k != "layer_norm_eps"}
+    jobs = [
+        {"job": "restore", "config": google_config, "checkpoint": minilm_ckpt,
+         "inputs": str(work / "minilm_inputs.npz"), "output": str(work / "minilm_reference.npz")},
+        {"job": "pretrain", "config": TINY_ORIGINAL_CONFIG, "checkpoint": str(work / "tiny" / "bert_model.ckpt"),
+         "inputs": str(work / "tiny_inputs.npz"), "output": str(work / "tiny_reference.npz"), "seed": 3},
+    ]
+    (work / "jobs.json").write_text(json.dumps(jobs))
+    result = subprocess.run(
+        [sys.executable, str(HERE / "original_bert.py"), str(work / "jobs.json")],
+        capture_output=True, text=True, timeout=600,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"The original BERT code failed:\n{result.stderr[-4000:]}")
+    return OriginalRun(
+        minilm_inputs=real_batch,
+        minilm_reference=dict(np.load(work / "minilm_reference.npz")),
+        minilm_ours=minilm_ours,
+        tiny_config=TINY_ORIGINAL_CONFIG,
+        tiny_checkpoint=str(work / "tiny" / "bert_model.ckpt"),
+        tiny_inputs=tiny_inputs,
+        tiny_reference=dict(np.load(work / "tiny_reference.npz")),
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_original_pretrainer():
+    """`make(**overrides)`: our BertPretrainer with the original tiny model's config."""
+
+    def make(**overrides) -> BertPretrainer:
+        return BertPretrainer(BertEncoder(BertConfig.from_dict({**TINY_ORIGINAL_CONFIG, **overrides})))
+
+    return make

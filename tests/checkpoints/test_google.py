@@ -1,0 +1,318 @@
+"""Google TF1 checkpoints against Google's original BERT code (bert-tensorflow 1.0.4)."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
+from keras_bert_lite.checkpoints import (
+    CheckpointMismatchError,
+    from_google_checkpoint,
+    load_google_checkpoint,
+    resolve_checkpoint_prefix,
+    save_google_checkpoint,
+)
+from keras_bert_lite.checkpoints.mapping import weight_specs
+
+TOLERANCE = 1e-4
+
+
+def _max_diff(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return float(np.max(np.abs(a - b)))
+
+
+def _pretrainer_outputs(pretrainer, inputs, feed):
+    outputs = pretrainer({**feed(inputs), "masked_lm_positions": inputs["masked_lm_positions"]})
+    encoded = pretrainer.encoder(feed(inputs))
+    vocab = outputs["mlm_logits"].shape[-1]
+    return {
+        "mlm_logits": outputs["mlm_logits"].numpy().reshape(-1, vocab),
+        "nsp_logits": outputs["nsp_logits"].numpy(),
+        "sequence_output": encoded["sequence_output"].numpy(),
+        "pooled_output": encoded["pooled_output"].numpy(),
+    }
+
+
+def _checkpoint_tensors(prefix) -> dict:
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def _model_weights(model) -> list:
+    return [w.numpy().copy() for w in model.weights]
+
+
+# ---------------------------------------------------------------- against the original code
+
+
+@pytest.mark.slow
+def test_original_modeling_restores_our_checkpoint(original_run):
+    """MiniLM's real weights written by save_google_checkpoint, restored by the original
+    BertModel via tf.train.init_from_checkpoint (every variable found), give our outputs."""
+    ref, ours = original_run.minilm_reference, original_run.minilm_ours
+    assert set(ref) == set(ours)
+    real = original_run.minilm_inputs["input_mask"].astype(bool)
+    diffs, padding_diffs = {}, {}
+    for name in sorted(ref):
+        diff = np.abs(ours[name] - ref[name])
+        diffs[name] = float(diff[real].max() if diff.ndim == 3 else diff.max())
+        if diff.ndim == 3:
+            # Padding rows feed nothing (they are masked out as keys) and are numerically touchy:
+            # compared relative to their magnitude.
+            padding_diffs[name] = float((diff / (1.0 + np.abs(ref[name])))[~real].max())
+    print(f"original modeling.py vs ours on MiniLM (tanh GELU), max |diff| on real tokens: {diffs}; "
+          f"relative on padding: {padding_diffs}")
+    assert max(diffs.values()) < TOLERANCE, diffs
+    assert max(padding_diffs.values()) < TOLERANCE, padding_diffs
+
+
+@pytest.mark.slow
+def test_original_pretraining_checkpoint_loads_into_pretrainer(original_run, tiny_original_pretrainer, feed):
+    saved = tf.train.load_checkpoint(original_run.tiny_checkpoint).get_variable_to_shape_map()
+    # A real pre-training checkpoint: optimizer slots and the step counter are in it.
+    assert "global_step" in saved and "bert/embeddings/word_embeddings/adam_m" in saved
+    pretrainer = tiny_original_pretrainer()
+    report = load_google_checkpoint(pretrainer, original_run.tiny_checkpoint)
+    assert report.ok and not report.sliced
+    assert set(report.loaded) == {spec.name for spec in weight_specs(pretrainer, "google")}
+    ours = _pretrainer_outputs(pretrainer, original_run.tiny_inputs, feed)
+    diffs = {name: _max_diff(ours[name], original_run.tiny_reference[name]) for name in ours}
+    print(f"original run_pretraining.py heads vs ours, max |diff|: {diffs}")
+    assert max(diffs.values()) < TOLERANCE, diffs
+
+
+@pytest.mark.slow
+def test_google_roundtrip_is_bitwise(original_run, tiny_original_pretrainer, tmp_path):
+    pretrainer = tiny_original_pretrainer()
+    load_google_checkpoint(pretrainer, original_run.tiny_checkpoint)
+    prefix = save_google_checkpoint(pretrainer, tmp_path / "again" / "bert_model.ckpt")
+    original = {
+        name: value
+        for name, value in _checkpoint_tensors(original_run.tiny_checkpoint).items()
+        if name != "global_step" and not name.endswith(("/adam_m", "/adam_v"))
+    }
+    written = _checkpoint_tensors(prefix)
+    assert sorted(written) == sorted(original)
+    for name, value in original.items():
+        assert written[name].dtype == value.dtype and written[name].shape == value.shape, name
+        assert np.array_equal(written[name], value), name
+
+
+@pytest.mark.slow
+def test_encoder_from_pretraining_checkpoint(original_run, feed):
+    encoder = BertEncoder(BertConfig.from_dict(original_run.tiny_config))
+    with pytest.raises(CheckpointMismatchError, match="unexpected in the checkpoint.*cls/predictions/output_bias"):
+        load_google_checkpoint(encoder, original_run.tiny_checkpoint)
+    report = load_google_checkpoint(encoder, original_run.tiny_checkpoint, strict=False)
+    assert report.unexpected and all(name.startswith("cls/") for name in report.unexpected)
+    assert not report.missing and not report.mismatched
+    outputs = encoder(feed(original_run.tiny_inputs))
+    assert _max_diff(outputs["sequence_output"], original_run.tiny_reference["sequence_output"]) < TOLERANCE
+    assert _max_diff(outputs["pooled_output"], original_run.tiny_reference["pooled_output"]) < TOLERANCE
+
+
+@pytest.mark.slow
+def test_larger_position_table_is_sliced(original_run, tiny_original_pretrainer, feed):
+    """The checkpoint has 64 positions; a 32-position model takes the first 32 rows."""
+    pretrainer = tiny_original_pretrainer(max_position_embeddings=32)
+    report = load_google_checkpoint(pretrainer, original_run.tiny_checkpoint)
+    assert report.sliced == (("bert/embeddings/position_embeddings", (64, 32), (32, 32)),)
+    ours = _pretrainer_outputs(pretrainer, original_run.tiny_inputs, feed)
+    for name, value in ours.items():
+        assert _max_diff(value, original_run.tiny_reference[name]) < TOLERANCE, name
+
+
+def _release_folder(root, name, original_run, real_vocab_file):
+    folder = root / name
+    folder.mkdir()
+    for path in tf.io.gfile.glob(original_run.tiny_checkpoint + ".*"):
+        shutil.copy(path, folder)
+    BertConfig.from_dict(original_run.tiny_config).to_json_file(folder / "bert_config.json")
+    with open(real_vocab_file, encoding="utf-8") as f:
+        words = f.read().splitlines()[1996 : 1996 + original_run.tiny_config["vocab_size"] - 5]
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    return folder
+
+
+@pytest.mark.slow
+def test_from_google_checkpoint_release_folder(original_run, real_vocab_file, tmp_path, feed):
+    folder = _release_folder(tmp_path, "uncased_L-2_H-32_A-4", original_run, real_vocab_file)
+    pretrainer, preprocessor = from_google_checkpoint(folder, model="pretrainer", seq_length=24)
+    assert isinstance(pretrainer, BertPretrainer) and preprocessor.tokenizer.lower_case
+    ours = _pretrainer_outputs(pretrainer, original_run.tiny_inputs, feed)
+    for name, value in ours.items():
+        assert _max_diff(value, original_run.tiny_reference[name]) < TOLERANCE, name
+    packed = preprocessor(tf.constant(["The Time"]))
+    assert packed["input_word_ids"].shape == (1, 24)
+    # The encoder ignores the pre-training heads; the folder name decides the casing.
+    cased = _release_folder(tmp_path, "cased_L-2_H-32_A-4", original_run, real_vocab_file)
+    encoder, preprocessor = from_google_checkpoint(cased, seq_length=64)
+    assert isinstance(encoder, BertEncoder) and not preprocessor.tokenizer.lower_case
+    outputs = encoder(feed(original_run.tiny_inputs))
+    assert _max_diff(outputs["pooled_output"], original_run.tiny_reference["pooled_output"]) < TOLERANCE
+
+
+# ---------------------------------------------------------------- errors and edge cases
+
+TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
+            max_position_embeddings=32)
+
+
+def _random_pretrainer(seed=0, **overrides) -> BertPretrainer:
+    pretrainer = BertPretrainer(BertEncoder(BertConfig(**{**TINY, **overrides})))
+    rng = np.random.default_rng(seed)
+    for weight in pretrainer.weights:
+        weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    return pretrainer
+
+
+@pytest.fixture(scope="module")
+def saved_tiny(tmp_path_factory):
+    """(pretrainer, prefix) of a random tiny pretrainer written with save_google_checkpoint."""
+    pretrainer = _random_pretrainer()
+    prefix = save_google_checkpoint(pretrainer, tmp_path_factory.mktemp("tiny") / "bert_model.ckpt")
+    return pretrainer, prefix
+
+
+def test_save_writes_original_names_and_shapes(saved_tiny):
+    pretrainer, prefix = saved_tiny
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    assert shapes["cls/seq_relationship/output_weights"] == [2, 16]
+    assert shapes["bert/encoder/layer_1/intermediate/dense/kernel"] == [16, 24]
+    assert shapes["cls/predictions/output_bias"] == [50]
+    assert len(shapes) == len(pretrainer.weights)
+    assert sorted(os.listdir(os.path.dirname(prefix))) == ["bert_model.ckpt.data-00000-of-00001",
+                                                          "bert_model.ckpt.index"]
+
+
+def test_checkpoint_paths_accepted(saved_tiny, tmp_path):
+    _, prefix = saved_tiny
+    for path in (prefix, prefix + ".index", prefix + ".data-00000-of-00001", os.path.dirname(prefix)):
+        assert resolve_checkpoint_prefix(path) == prefix
+    fresh = _random_pretrainer(seed=1)
+    load_google_checkpoint(fresh, os.path.dirname(prefix))
+    for a, b in zip(_model_weights(fresh), _model_weights(saved_tiny[0])):
+        assert np.array_equal(a, b)
+
+
+def test_segment_table_is_sliced(saved_tiny):
+    pretrainer, prefix = saved_tiny
+    model = _random_pretrainer(seed=1, type_vocab_size=1, max_position_embeddings=20)
+    report = load_google_checkpoint(model, prefix)
+    assert {name for name, _, _ in report.sliced} == {
+        "bert/embeddings/position_embeddings", "bert/embeddings/token_type_embeddings"}
+    tables = _checkpoint_tensors(prefix)
+    embeddings = model.encoder.embeddings
+    assert np.array_equal(embeddings.token_type_embeddings.numpy(), tables["bert/embeddings/token_type_embeddings"][:1])
+    assert np.array_equal(embeddings.position_embeddings.numpy(), tables["bert/embeddings/position_embeddings"][:20])
+
+
+def test_wrong_config_names_shape_mismatches_and_loads_nothing(saved_tiny):
+    _, prefix = saved_tiny
+    model = _random_pretrainer(seed=2, hidden_size=32)
+    before = _model_weights(model)
+    with pytest.raises(CheckpointMismatchError) as error:
+        load_google_checkpoint(model, prefix)
+    message = str(error.value)
+    assert prefix in message and "shape mismatch" in message
+    assert "bert/embeddings/word_embeddings (checkpoint [50, 16] vs model [50, 32])" in message
+    assert ("cls/seq_relationship/output_weights", (2, 16), (2, 32)) in error.value.report.mismatched
+    for a, b in zip(before, _model_weights(model)):
+        assert np.array_equal(a, b)
+    # Non-strict: what fits (tensors sized by V, I or 2 only) is loaded, the rest reported.
+    report = load_google_checkpoint(model, prefix, strict=False)
+    assert set(report.loaded) == {
+        "bert/encoder/layer_0/intermediate/dense/bias",
+        "bert/encoder/layer_1/intermediate/dense/bias",
+        "cls/predictions/output_bias",
+        "cls/seq_relationship/output_bias",
+    }
+
+
+def test_layer_count_mismatch_names_missing_and_unexpected(saved_tiny):
+    _, prefix = saved_tiny
+    with pytest.raises(CheckpointMismatchError, match=r"missing from the checkpoint \(16\): "
+                                                      r"bert/encoder/layer_2/attention/self/query/kernel"):
+        load_google_checkpoint(_random_pretrainer(num_hidden_layers=3), prefix)
+    with pytest.raises(CheckpointMismatchError, match=r"unexpected in the checkpoint \(16\): "
+                                                      r"bert/encoder/layer_1/attention/output/LayerNorm/beta"):
+        load_google_checkpoint(_random_pretrainer(num_hidden_layers=1), prefix)
+
+
+def test_pretrainer_from_encoder_only_checkpoint(saved_tiny, tmp_path):
+    pretrainer, _ = saved_tiny
+    prefix = save_google_checkpoint(pretrainer.encoder, tmp_path / "encoder.ckpt")
+    model = _random_pretrainer(seed=3)
+    with pytest.raises(CheckpointMismatchError, match="missing from the checkpoint.*cls/predictions/transform"):
+        load_google_checkpoint(model, prefix)
+    report = load_google_checkpoint(model, prefix, strict=False)
+    heads = [spec.name for spec in weight_specs(model, "google") if spec.name.startswith("cls/")]
+    assert list(report.missing) == heads and not report.unexpected
+    assert np.array_equal(model.encoder.embeddings.word_embeddings.numpy(),
+                          pretrainer.encoder.embeddings.word_embeddings.numpy())
+
+
+def test_missing_files(tmp_path, saved_tiny):
+    with pytest.raises(FileNotFoundError, match=r"nowhere/bert_model\.ckpt\.index does not exist"):
+        load_google_checkpoint(_random_pretrainer(), tmp_path / "nowhere" / "bert_model.ckpt")
+    with pytest.raises(FileNotFoundError, match=f"No TF checkpoint in directory {tmp_path}"):
+        load_google_checkpoint(_random_pretrainer(), tmp_path)
+    for name in ("a.ckpt", "b.ckpt"):
+        save_google_checkpoint(saved_tiny[0], tmp_path / "two" / name)
+    with pytest.raises(ValueError, match="Several checkpoints"):
+        resolve_checkpoint_prefix(tmp_path / "two")
+    release = tmp_path / "uncased_release"
+    release.mkdir()
+    with pytest.raises(FileNotFoundError, match="bert_config.json"):
+        from_google_checkpoint(release)
+    saved_tiny[0].encoder.config.to_json_file(release / "bert_config.json")
+    with pytest.raises(FileNotFoundError, match="vocab.txt"):
+        from_google_checkpoint(release)
+
+
+@pytest.mark.parametrize("part", ["data-00000-of-00001", "index"])
+def test_truncated_checkpoint(saved_tiny, tmp_path, part):
+    pretrainer, prefix = saved_tiny
+    copy = str(tmp_path / "bert_model.ckpt")
+    for suffix in ("index", "data-00000-of-00001"):
+        shutil.copy(f"{prefix}.{suffix}", f"{copy}.{suffix}")
+    data = open(f"{copy}.{part}", "rb").read()
+    open(f"{copy}.{part}", "wb").write(data[: len(data) // 2])
+    model = _random_pretrainer(seed=4)
+    before = _model_weights(model)
+    with pytest.raises(ValueError, match=f"Cannot read .*TF checkpoint {copy} \\(truncated or corrupt\\?\\)"):
+        load_google_checkpoint(model, copy)
+    for a, b in zip(before, _model_weights(model)):
+        assert np.array_equal(a, b)
+
+
+def test_interrupted_save_keeps_the_previous_checkpoint(saved_tiny, tmp_path, monkeypatch):
+    pretrainer, _ = saved_tiny
+    prefix = save_google_checkpoint(pretrainer, tmp_path / "bert_model.ckpt")
+    original_save = tf.raw_ops.SaveV2
+
+    def failing_save(prefix, tensor_names, shape_and_slices, tensors):
+        original_save(prefix=prefix, tensor_names=tensor_names[:3], shape_and_slices=shape_and_slices[:3],
+                      tensors=tensors[:3])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(tf.raw_ops, "SaveV2", failing_save)
+    with pytest.raises(OSError, match="disk full"):
+        save_google_checkpoint(_random_pretrainer(seed=5), prefix)
+    assert sorted(os.listdir(tmp_path)) == ["bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
+    restored = _random_pretrainer(seed=6)
+    load_google_checkpoint(restored, prefix)
+    for a, b in zip(_model_weights(restored), _model_weights(pretrainer)):
+        assert np.array_equal(a, b)
+
+
+def test_rejects_models_other_than_encoder_and_pretrainer(saved_tiny):
+    import keras
+
+    with pytest.raises(TypeError, match="BertEncoder or BertPretrainer.*Sequential"):
+        load_google_checkpoint(keras.Sequential([keras.layers.Dense(2)]), saved_tiny[1])

@@ -1,0 +1,276 @@
+"""Hugging Face BERT folders against Hugging Face `transformers` (PyTorch, CPU)."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
+from keras_bert_lite.checkpoints import (
+    CheckpointMismatchError,
+    bert_config_from_hf,
+    from_hf_checkpoint,
+    load_hf_checkpoint,
+    read_hf_config,
+    save_google_checkpoint,
+    save_hf_checkpoint,
+)
+from keras_bert_lite.checkpoints.mapping import weight_specs
+from keras_bert_lite.layers.activations import get_activation
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TOLERANCE = 1e-4
+
+
+def _max_diff(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return float(np.max(np.abs(a - b)))
+
+
+def _torch_inputs(arrays) -> dict:
+    return {
+        "input_ids": torch.tensor(arrays["input_ids"], dtype=torch.long),
+        "attention_mask": torch.tensor(arrays["input_mask"], dtype=torch.long),
+        "token_type_ids": torch.tensor(arrays["segment_ids"], dtype=torch.long),
+    }
+
+
+# ---------------------------------------------------------------- real weights
+
+
+@pytest.mark.slow
+def test_minilm_matches_transformers(minilm_dir, minilm_encoder, real_batch, feed):
+    reference = transformers.BertModel.from_pretrained(minilm_dir).eval()
+    with torch.no_grad():
+        expected = reference(**_torch_inputs(real_batch))
+    ours = minilm_encoder(feed(real_batch))
+    real = real_batch["input_mask"].astype(bool)
+    expected_sequence = expected.last_hidden_state.numpy()
+    sequence_diff = np.abs(ours["sequence_output"].numpy() - expected_sequence)
+    # Padding rows feed nothing (they are masked out as keys) and are numerically touchy:
+    # compared relative to their magnitude.
+    padding_diff = (sequence_diff / (1.0 + np.abs(expected_sequence)))[~real].max()
+    pooled_diff = _max_diff(ours["pooled_output"], expected.pooler_output.numpy())
+    print(
+        f"MiniLM vs transformers.BertModel, max |diff|: sequence_output {sequence_diff[real].max():.3g} "
+        f"on real tokens ({padding_diff:.3g} relative on padding), pooled_output {pooled_diff:.3g}"
+    )
+    assert (~real).any() and real_batch["segment_ids"].max() == 1
+    assert sequence_diff[real].max() < TOLERANCE and pooled_diff < TOLERANCE and padding_diff < TOLERANCE
+
+
+@pytest.mark.slow
+def test_from_hf_checkpoint_strings_to_outputs(minilm_dir, real_sentences):
+    encoder, preprocessor = from_hf_checkpoint(minilm_dir, seq_length=48)
+    assert preprocessor.tokenizer.lower_case  # do_lower_case in tokenizer_config.json
+    sentences, pairs = real_sentences
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(minilm_dir)
+    reference = transformers.BertModel.from_pretrained(minilm_dir).eval()
+    for texts, ours in (
+        (dict(text=sentences), preprocessor(tf.constant(sentences))),
+        (dict(text=[a for a, _ in pairs], text_pair=[b for _, b in pairs]),
+         preprocessor((tf.constant([a for a, _ in pairs]), tf.constant([b for _, b in pairs])))),
+    ):
+        hf = tokenizer(**texts, padding="max_length", max_length=48, return_tensors="np")
+        assert np.array_equal(ours["input_word_ids"].numpy(), hf["input_ids"])
+        with torch.no_grad():
+            expected = reference(**{k: torch.tensor(v) for k, v in hf.items()})
+        outputs = encoder(ours)
+        assert _max_diff(outputs["sequence_output"], expected.last_hidden_state.numpy()) < TOLERANCE
+        assert _max_diff(outputs["pooled_output"], expected.pooler_output.numpy()) < TOLERANCE
+
+
+@pytest.mark.slow
+def test_hf_to_google_roundtrip_is_bitwise(minilm_dir, minilm_encoder, tmp_path):
+    prefix = save_google_checkpoint(minilm_encoder, tmp_path / "bert_model.ckpt")
+    reader = tf.train.load_checkpoint(prefix)
+    written = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    from safetensors.numpy import load_file
+
+    original = load_file(os.path.join(minilm_dir, "model.safetensors"))
+    del original["embeddings.position_ids"]
+    google_names = {spec.name for spec in weight_specs(minilm_encoder, "google")}
+    assert set(written) == google_names and len(written) == len(original)
+    for google, hf in zip(weight_specs(minilm_encoder, "google"), weight_specs(minilm_encoder, "hf")):
+        value = original[hf.name].T if hf.transpose else original[hf.name]
+        assert np.array_equal(written[google.name], value), google.name
+
+
+# ---------------------------------------------------------------- tiny models written by transformers
+
+HF_TINY = dict(vocab_size=60, hidden_size=24, num_hidden_layers=2, num_attention_heads=3, intermediate_size=40,
+               max_position_embeddings=40, type_vocab_size=2)
+
+
+def _randomize(module, seed):
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            noise = torch.randn(param.shape, generator=generator) * 0.2
+            param.copy_(noise + (1.0 if "LayerNorm.weight" in name else 0.0))
+
+
+@pytest.fixture(scope="module")
+def hf_pretraining(tmp_path_factory):
+    """A random tiny transformers BertForPreTraining (exact GELU) saved with save_pretrained."""
+    model = transformers.BertForPreTraining(transformers.BertConfig(**HF_TINY, hidden_act="gelu")).eval()
+    _randomize(model, seed=0)
+    folder = tmp_path_factory.mktemp("hf_pretraining")
+    model.save_pretrained(folder)
+    return model, folder
+
+
+@pytest.fixture(scope="module")
+def tiny_batch():
+    rng = np.random.default_rng(1)
+    mask = np.ones((3, 12), "int32")
+    mask[1, 7:] = 0
+    mask[2, 4:] = 0
+    return {
+        "input_ids": rng.integers(1, HF_TINY["vocab_size"], (3, 12)).astype("int32") * mask,
+        "input_mask": mask,
+        "segment_ids": (np.arange(12)[None] >= 5).astype("int32") * mask,
+        "masked_lm_positions": np.array([[1, 3, 6], [0, 2, 5], [1, 2, 3]], "int32"),
+    }
+
+
+def _hf_pretraining_logits(model, batch):
+    with torch.no_grad():
+        out = model(**_torch_inputs(batch))
+    positions = torch.tensor(batch["masked_lm_positions"], dtype=torch.long)
+    mlm = torch.gather(out.prediction_logits, 1, positions[..., None].expand(-1, -1, out.prediction_logits.shape[-1]))
+    return mlm.numpy(), out.seq_relationship_logits.numpy()
+
+
+def _our_pretraining_logits(pretrainer, batch, feed):
+    out = pretrainer({**feed(batch), "masked_lm_positions": batch["masked_lm_positions"]})
+    return out["mlm_logits"].numpy(), out["nsp_logits"].numpy()
+
+
+@pytest.mark.slow
+def test_bert_for_pretraining_safetensors(hf_pretraining, tiny_batch, feed):
+    model, folder = hf_pretraining
+    pretrainer = BertPretrainer(BertEncoder(read_hf_config(folder)))
+    assert pretrainer.encoder.config.hidden_act == "gelu_exact"
+    report = load_hf_checkpoint(pretrainer, folder)
+    assert report.ok and report.source.endswith("model.safetensors")
+    for ours, theirs in zip(_our_pretraining_logits(pretrainer, tiny_batch, feed),
+                            _hf_pretraining_logits(model, tiny_batch)):
+        assert _max_diff(ours, theirs) < TOLERANCE
+
+
+@pytest.mark.slow
+def test_pytorch_bin_with_tied_decoder(hf_pretraining, tiny_batch, tmp_path, feed):
+    model, folder = hf_pretraining
+    shutil.copy(folder / "config.json", tmp_path)
+    state = model.state_dict()
+    assert "cls.predictions.decoder.weight" in state
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    pretrainer = BertPretrainer(BertEncoder(read_hf_config(tmp_path)))
+    report = load_hf_checkpoint(pretrainer, tmp_path)
+    assert report.ok and report.source.endswith("pytorch_model.bin")
+    for ours, theirs in zip(_our_pretraining_logits(pretrainer, tiny_batch, feed),
+                            _hf_pretraining_logits(model, tiny_batch)):
+        assert _max_diff(ours, theirs) < TOLERANCE
+
+
+@pytest.mark.slow
+def test_save_hf_checkpoint_loads_in_transformers(tiny_batch, tmp_path, feed):
+    pretrainer = BertPretrainer(BertEncoder(BertConfig(**HF_TINY, hidden_act="gelu")))  # tanh GELU
+    rng = np.random.default_rng(2)
+    for weight in pretrainer.weights:
+        weight.assign(rng.normal(0, 0.2, weight.shape).astype("float32"))
+    save_hf_checkpoint(pretrainer, tmp_path / "pretrainer")
+    assert json.loads((tmp_path / "pretrainer" / "config.json").read_text())["hidden_act"] == "gelu_new"
+    model = transformers.BertForPreTraining.from_pretrained(tmp_path / "pretrainer").eval()
+    for ours, theirs in zip(_our_pretraining_logits(pretrainer, tiny_batch, feed),
+                            _hf_pretraining_logits(model, tiny_batch)):
+        assert _max_diff(ours, theirs) < TOLERANCE
+    save_hf_checkpoint(pretrainer.encoder, tmp_path / "encoder")
+    model = transformers.BertModel.from_pretrained(tmp_path / "encoder").eval()
+    with torch.no_grad():
+        expected = model(**_torch_inputs(tiny_batch))
+    ours = pretrainer.encoder(feed(tiny_batch))
+    assert _max_diff(ours["sequence_output"], expected.last_hidden_state.numpy()) < TOLERANCE
+    assert _max_diff(ours["pooled_output"], expected.pooler_output.numpy()) < TOLERANCE
+
+
+@pytest.mark.parametrize("hf_name", ["gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "tanh", "silu", "swish"])
+def test_activation_names_match_transformers(hf_name):
+    ours = get_activation(bert_config_from_hf({"hidden_act": hf_name}).hidden_act)
+    x = np.linspace(-6, 6, 2001, dtype="float32")
+    expected = transformers.activations.ACT2FN[hf_name](torch.tensor(x)).numpy()
+    assert _max_diff(ours(tf.constant(x)), expected) < 1e-6
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_encoder_from_pretraining_folder_strict_and_not(hf_pretraining):
+    _, folder = hf_pretraining
+    encoder = BertEncoder(read_hf_config(folder))
+    with pytest.raises(CheckpointMismatchError, match=r"unexpected in the checkpoint \(7\): cls\.predictions\.bias"):
+        load_hf_checkpoint(encoder, folder)
+    report = load_hf_checkpoint(encoder, folder, strict=False)
+    assert all(name.startswith("cls.") for name in report.unexpected) and not report.missing
+
+
+def test_wrong_config_named(hf_pretraining, tmp_path):
+    _, folder = hf_pretraining
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"embeddings\.word_embeddings\.weight \(checkpoint \[60, 24\] vs model \[60, 48\]\)"):
+        load_hf_checkpoint(BertEncoder(BertConfig(**{**HF_TINY, "hidden_size": 48}, hidden_act="gelu_exact")), folder)
+    # Settings that no shape reveals are compared with config.json.
+    wrong_heads = BertEncoder(BertConfig(**{**HF_TINY, "num_attention_heads": 2}, hidden_act="gelu_exact"))
+    with pytest.raises(CheckpointMismatchError, match="num_attention_heads is 3 in config.json but 2 in the model"):
+        load_hf_checkpoint(wrong_heads, folder, strict=True)
+
+
+def test_missing_and_truncated_files(hf_pretraining, tmp_path):
+    _, folder = hf_pretraining
+    model = BertEncoder(read_hf_config(folder))
+    with pytest.raises(FileNotFoundError, match=f"Hugging Face config not found: {tmp_path}/config.json"):
+        load_hf_checkpoint(model, tmp_path)
+    shutil.copy(folder / "config.json", tmp_path)
+    with pytest.raises(FileNotFoundError, match=f"No Hugging Face weights in {tmp_path}: expected model.safetensors"):
+        load_hf_checkpoint(model, tmp_path)
+    data = (folder / "model.safetensors").read_bytes()
+    (tmp_path / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"Cannot read .*model\.safetensors \(truncated or corrupt\?\)"):
+        load_hf_checkpoint(model, tmp_path)
+    with pytest.raises(FileNotFoundError, match="vocab.txt"):
+        from_hf_checkpoint(folder)
+
+
+def test_not_a_bert_config(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "roberta", "hidden_size": 24}))
+    with pytest.raises(ValueError, match=f"{tmp_path}/config.json: model_type 'roberta' is not a BERT"):
+        read_hf_config(tmp_path)
+    with pytest.raises(ValueError, match="hidden_act 'quick_gelu' is not supported"):
+        bert_config_from_hf({"hidden_act": "quick_gelu"})
+
+
+class _Payload:
+    """A pickle that would create a file if unpickling were allowed to run code."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.makedirs, (self.marker,))
+
+
+def test_pytorch_file_cannot_run_code(hf_pretraining, tmp_path):
+    _, folder = hf_pretraining
+    shutil.copy(folder / "config.json", tmp_path)
+    marker = str(tmp_path / "code_ran")
+    torch.save({"embeddings.word_embeddings.weight": _Payload(marker)}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="Cannot read .*pytorch_model.bin as a PyTorch state dict"):
+        load_hf_checkpoint(BertEncoder(read_hf_config(folder)), tmp_path)
+    assert not os.path.exists(marker)
