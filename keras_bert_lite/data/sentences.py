@@ -19,8 +19,7 @@ import re
 
 # Words that end in a period without ending a sentence (compared lower-cased).
 ABBREVIATIONS = frozenset(
-    {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "ms.", "dr.", "no.", "al.", "approx.",
-     "resp.", "fig.", "sec.", "ch.", "vol.", "ed.", "st.", "jr.", "sr."}
+    "e.g. i.e. etc. vs. cf. mr. mrs. ms. dr. no. al. approx. resp. fig. sec. ch. vol. ed. st. jr. sr.".split()
 )
 
 # A candidate boundary: terminal punctuation, optional closers, whitespace, then a likely

@@ -1,0 +1,225 @@
+"""`tf.data` reader for BERT pre-training TFRecords (ours and Google's original format).
+
+Example:
+
+    >>> dataset = pretraining_dataset("data/train-*.tfrecord", batch_size=32, seq_length=128,
+    ...                               max_predictions_per_seq=20)
+    >>> features, labels = next(iter(dataset))
+    >>> features["input_word_ids"].shape, labels["next_sentence_labels"].shape
+    (TensorShape([32, 128]), TensorShape([32, 1]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+from keras_bert_lite.data.corpora import expand_file_patterns
+from keras_bert_lite.text.masking import MaskedLMMasker
+from keras_bert_lite.text.tokenizer import BertTokenizer
+
+# Features of the original format whose length is max_seq_length / max_predictions_per_seq.
+_SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+_PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+def pretraining_feature_spec(
+    seq_length: int, max_predictions_per_seq: int
+) -> dict[str, tf.io.FixedLenFeature]:
+    """The original `run_pretraining.py` parsing spec of the BERT pre-training TFRecord format.
+
+    Args:
+        seq_length: max_seq_length the data was written with.
+        max_predictions_per_seq: max_predictions_per_seq the data was written with.
+
+    Returns:
+        Feature name -> `tf.io.FixedLenFeature`: input_ids, input_mask, segment_ids
+        [seq_length] int64; masked_lm_positions, masked_lm_ids [max_predictions_per_seq] int64;
+        masked_lm_weights [max_predictions_per_seq] float32; next_sentence_labels [1] int64.
+    """
+    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _SEQUENCE_FEATURES}
+    for name in _PREDICTION_FEATURES:
+        dtype = tf.float32 if name == "masked_lm_weights" else tf.int64
+        spec[name] = tf.io.FixedLenFeature([max_predictions_per_seq], dtype)
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    return spec
+
+
+def pretraining_dataset(
+    file_patterns: str | Sequence[str],
+    batch_size: int,
+    seq_length: int,
+    max_predictions_per_seq: int,
+    *,
+    dynamic_masking: bool = False,
+    masker: MaskedLMMasker | None = None,
+    vocabulary: str | Sequence[str] | None = None,
+    is_training: bool = True,
+    shuffle_buffer: int = 10_000,
+    seed: int | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+    drop_remainder: bool = True,
+) -> tf.data.Dataset:
+    """Reads pre-training TFRecords into `(features, labels)` batches for `BertPretrainer`.
+
+    Args:
+        file_patterns: a glob, a comma-separated list of globs, or a list of them.
+        batch_size: global batch size; with `input_context`, each input pipeline yields
+            `input_context.get_per_replica_batch_size(batch_size)` examples per batch.
+        seq_length: max_seq_length the files were written with.
+        max_predictions_per_seq: max_predictions_per_seq the files were written with.
+        dynamic_masking: ignore the stored masks and draw new ones with `masker` on every read.
+        masker: the `MaskedLMMasker` for dynamic masking; its `max_predictions_per_seq` must
+            equal `max_predictions_per_seq`.
+        vocabulary: alternatively, a vocab.txt path or token list from which a default masker
+            (15 % selection, 80/10/10, [CLS]/[SEP]/[PAD] never selected) is built.
+        is_training: shuffle files and records and repeat forever; otherwise read the files
+            once, in order.
+        shuffle_buffer: records in the shuffle buffer when training.
+        seed: seed of the shuffles and of the default dynamic masker.
+        input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`; files
+            (or, with fewer files than pipelines, records) are sharded per input pipeline.
+        drop_remainder: drop a last partial batch, so every batch has a static shape.
+
+    Returns:
+        A dataset of `(features, labels)`: features `input_word_ids`, `input_mask`,
+        `input_type_ids` int32 [batch, seq_length] and `masked_lm_positions` int32
+        [batch, max_predictions_per_seq]; labels `masked_lm_ids` int32 and `masked_lm_weights`
+        float32 [batch, max_predictions_per_seq], `next_sentence_labels` int32 [batch, 1].
+        Iterating raises `InvalidArgumentError` naming the feature, both lengths and the file
+        when a record lacks a feature or has one of the wrong length.
+
+    Raises:
+        FileNotFoundError: a pattern matches no file.
+        ValueError: inconsistent arguments.
+    """
+    if batch_size < 1 or seq_length < 1 or max_predictions_per_seq < 1:
+        raise ValueError(
+            f"batch_size, seq_length and max_predictions_per_seq must be positive, got {batch_size}, "
+            f"{seq_length}, {max_predictions_per_seq}."
+        )
+    if dynamic_masking:
+        masker = _dynamic_masker(masker, vocabulary, max_predictions_per_seq, seed)
+    files = expand_file_patterns(file_patterns)
+    shards, shard_index = 1, 0
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+        shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string))
+    shard_files = shards > 1 and len(files) >= shards
+    if shard_files:
+        dataset = dataset.shard(shards, shard_index)
+    if is_training:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+
+    def read_file(path: tf.Tensor) -> tf.data.Dataset:
+        return tf.data.TFRecordDataset(path).map(lambda record: (path, record))
+
+    if is_training:
+        dataset = dataset.interleave(
+            read_file,
+            cycle_length=min(len(files), 8),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=seed is not None,
+        )
+    else:
+        dataset = dataset.flat_map(read_file)
+    if shards > 1 and not shard_files:
+        dataset = dataset.shard(shards, shard_index)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(
+        lambda paths, records: _parse_batch(paths, records, seq_length, max_predictions_per_seq),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    if dynamic_masking:
+        dataset = dataset.map(lambda features: _remask(features, masker))
+    return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
+
+
+def _dynamic_masker(
+    masker: MaskedLMMasker | None,
+    vocabulary: str | Sequence[str] | None,
+    max_predictions_per_seq: int,
+    seed: int | None,
+) -> MaskedLMMasker:
+    if masker is None:
+        if vocabulary is None:
+            raise ValueError("dynamic_masking needs a masker or a vocabulary to build one.")
+        return MaskedLMMasker.from_tokenizer(
+            BertTokenizer(vocabulary), max_predictions_per_seq=max_predictions_per_seq, seed=seed
+        )
+    if masker.max_predictions_per_seq != max_predictions_per_seq:
+        raise ValueError(
+            f"The masker predicts up to {masker.max_predictions_per_seq} positions per sequence, "
+            f"but max_predictions_per_seq is {max_predictions_per_seq}."
+        )
+    return masker
+
+
+def _parse_batch(
+    paths: tf.Tensor, records: tf.Tensor, seq_length: int, max_predictions_per_seq: int
+) -> dict[str, tf.Tensor]:
+    """Parses a batch of serialized examples, checking every feature's length per record."""
+    lengths = dict.fromkeys(_SEQUENCE_FEATURES, seq_length)
+    lengths.update(dict.fromkeys(_PREDICTION_FEATURES, max_predictions_per_seq))
+    lengths["next_sentence_labels"] = 1
+    spec = {
+        name: tf.io.RaggedFeature(
+            tf.float32 if name == "masked_lm_weights" else tf.int64, row_splits_dtype=tf.int32
+        )
+        for name in lengths
+    }
+    parsed = tf.io.parse_example(records, spec)
+    features = {}
+    for name, length in lengths.items():
+        row_lengths = parsed[name].row_lengths()
+        wrong = tf.not_equal(row_lengths, length)
+        message = tf.strings.join(
+            [
+                f"Pre-training TFRecord feature {name} has ",
+                tf.strings.reduce_join(tf.strings.as_string(tf.boolean_mask(row_lengths, wrong)[:1])),
+                f" values in a record, expected {length} (missing feature, or data written with other "
+                "seq_length/max_predictions_per_seq), in file ",
+                tf.strings.reduce_join(tf.boolean_mask(paths, wrong)[:1]),
+            ]
+        )
+        check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(wrong)), [message])
+        with tf.control_dependencies([check]):
+            values = tf.reshape(parsed[name].flat_values, [-1, length])
+        values.set_shape([records.shape[0], length])
+        features[name] = values if values.dtype == tf.float32 else tf.cast(values, tf.int32)
+    return features
+
+
+def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker) -> dict[str, tf.Tensor]:
+    """Restores the unmasked ids from the stored labels and draws new masks."""
+    selected = features["masked_lm_weights"] > 0
+    rows = tf.broadcast_to(tf.range(tf.shape(selected)[0])[:, tf.newaxis], tf.shape(selected))
+    indices = tf.boolean_mask(tf.stack([rows, features["masked_lm_positions"]], axis=-1), selected)
+    original = tf.tensor_scatter_nd_update(
+        features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
+    )
+    masked = masker(original)
+    features = dict(features)
+    features["input_ids"] = tf.ensure_shape(tf.cast(masked["input_word_ids"], tf.int32), original.shape)
+    for name in _PREDICTION_FEATURES:
+        dtype = tf.float32 if name == "masked_lm_weights" else tf.int32
+        features[name] = tf.ensure_shape(tf.cast(masked[name], dtype), features[name].shape)
+    return features
+
+
+def _features_and_labels(
+    features: dict[str, tf.Tensor],
+) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+    """Original feature names -> the model's (features, labels) names."""
+    inputs = {
+        "input_word_ids": features["input_ids"],
+        "input_mask": features["input_mask"],
+        "input_type_ids": features["segment_ids"],
+        "masked_lm_positions": features["masked_lm_positions"],
+    }
+    labels = {name: features[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
+    return inputs, labels

@@ -1,0 +1,315 @@
+"""Documents -> masked NSP examples -> TFRecord shards in the original BERT pre-training format.
+
+Sentences are tokenized in batches in a `tf.data` pipeline with `BertTokenizer`, sentence pairs
+are drawn with `create_pair_instances` (BERT's original algorithm), packed as
+`[CLS] A [SEP] B [SEP]`, masked in batches with `MaskedLMMasker` and written round-robin to the
+output files as `tf.train.Example`s with exactly the features of Google's
+`create_pretraining_data.py` (see `pretraining_feature_spec`). Every random draw comes from
+`seed`: the same inputs and seed give byte-identical files.
+
+Example:
+
+    >>> documents = [["The cat sat on the mat.", "It was happy."], ["Dogs bark.", "Birds sing."]]
+    >>> stats = create_pretraining_data(documents, "vocab.txt",
+    ...                                 ["out/train-0.tfrecord", "out/train-1.tfrecord"],
+    ...                                 max_seq_length=128, dupe_factor=2, seed=1)
+    >>> stats.examples, stats.documents_skipped
+    (7, 0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from tqdm import tqdm
+
+from keras_bert_lite.data.pretraining_pairs import PairInstance, create_pair_instances
+from keras_bert_lite.text.masking import MaskedLMMasker
+from keras_bert_lite.text.tokenizer import BertTokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataStats:
+    """Counts from one `create_pretraining_data` run.
+
+    Attributes:
+        documents: documents with at least one non-empty tokenized sentence (used).
+        documents_skipped: documents without any token (empty, blank or unknown text).
+        sentences: non-empty tokenized sentences used.
+        document_passes: documents x dupe_factor.
+        short_target_passes: document passes that used a shorter random target length.
+        examples: examples written.
+        random_next_examples: examples whose segment B comes from another document (label 1).
+        masked_lm_predictions: masked positions over all examples.
+        output_files: the files written.
+    """
+
+    documents: int
+    documents_skipped: int
+    sentences: int
+    document_passes: int
+    short_target_passes: int
+    examples: int
+    random_next_examples: int
+    masked_lm_predictions: int
+    output_files: tuple[str, ...]
+
+
+def create_pretraining_data(
+    documents: Sequence[Sequence[str]],
+    vocabulary: str | Sequence[str],
+    output_files: str | Sequence[str],
+    *,
+    lower_case: bool = True,
+    max_seq_length: int = 128,
+    max_predictions_per_seq: int = 20,
+    masked_lm_prob: float = 0.15,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 10,
+    whole_word_masking: bool = False,
+    seed: int = 12345,
+    batch_size: int = 1024,
+    progress: bool = False,
+) -> PretrainingDataStats:
+    """Writes BERT pre-training examples for a corpus (the `create_pretraining_data.py` job).
+
+    Args:
+        documents: the corpus, a list of documents, each a list of sentences (str).
+        vocabulary: path of a WordPiece `vocab.txt` or the list of its tokens.
+        output_files: one output path, a comma-separated list or a list of paths; examples are
+            distributed round-robin. Missing directories are created. Each file is written under
+            a temporary name and renamed when complete.
+        lower_case: lower-case and strip accents (uncased vocabularies). Words longer than 200
+            characters become [UNK], as in the original tool.
+        max_seq_length: tokens per example including [CLS] and two [SEP] (>= 5).
+        max_predictions_per_seq: maximum masked positions per example.
+        masked_lm_prob: fraction of tokens selected for masked-LM prediction.
+        short_seq_prob: probability of a shorter random target length per document pass.
+        dupe_factor: passes over the corpus, each with new pairs and masks.
+        whole_word_masking: select whole words (all their WordPieces) for masking.
+        seed: seed of every random draw (pairs, shuffling, masks).
+        batch_size: sentences tokenized / examples masked per batch.
+        progress: show progress bars.
+
+    Returns:
+        The run's `PretrainingDataStats`.
+
+    Raises:
+        ValueError: a bad argument, or a corpus without any token.
+    """
+    output_files = _split_paths(output_files)
+    _check_arguments(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor)
+    tokenizer = BertTokenizer(vocabulary, lower_case=lower_case, max_chars_per_token=200)
+    token_documents, skipped = tokenize_documents(documents, tokenizer, batch_size, progress)
+    if not token_documents:
+        raise ValueError(
+            f"The corpus has no text: all {len(documents)} documents are empty or produce no tokens."
+        )
+    logging.info("Tokenized %d documents (%d skipped without tokens).", len(token_documents), skipped)
+    pairs, short_passes = create_pair_instances(
+        token_documents, max_seq_length, dupe_factor, short_seq_prob, random.Random(seed)
+    )
+    masker = MaskedLMMasker.from_tokenizer(
+        tokenizer,
+        selection_rate=masked_lm_prob,
+        max_predictions_per_seq=max_predictions_per_seq,
+        whole_word_masking=whole_word_masking,
+        seed=seed,
+    )
+    masked = 0
+    with (
+        _AtomicRecordWriters(output_files) as writers,
+        tqdm(total=len(pairs), unit="example", desc="Writing", disable=not progress) as bar,
+    ):
+        for start in range(0, len(pairs), batch_size):
+            batch = pairs[start : start + batch_size]
+            records, batch_masked = _masked_examples(batch, tokenizer, masker, max_seq_length)
+            for i, record in enumerate(records):
+                writers[(start + i) % len(writers)].write(record)
+            masked += batch_masked
+            bar.update(len(batch))
+    stats = PretrainingDataStats(
+        documents=len(token_documents),
+        documents_skipped=skipped,
+        sentences=sum(len(d) for d in token_documents),
+        document_passes=len(token_documents) * dupe_factor,
+        short_target_passes=short_passes,
+        examples=len(pairs),
+        random_next_examples=sum(p.is_random_next for p in pairs),
+        masked_lm_predictions=masked,
+        output_files=tuple(output_files),
+    )
+    logging.info("Wrote %d examples to %d file(s).", stats.examples, len(output_files))
+    return stats
+
+
+def tokenize_documents(
+    documents: Sequence[Sequence[str]],
+    tokenizer: BertTokenizer,
+    batch_size: int = 1024,
+    progress: bool = False,
+) -> tuple[list[list[list[int]]], int]:
+    """Tokenizes every sentence in a `tf.data` pipeline, dropping sentences without tokens.
+
+    Args:
+        documents: documents, each a list of sentences (str).
+        tokenizer: the `BertTokenizer` to apply.
+        batch_size: sentences per tokenizer call.
+        progress: show a progress bar.
+
+    Returns:
+        (token_documents, skipped): the documents that keep at least one sentence, each a list
+        of sentences of token ids (int), and the number of documents dropped.
+    """
+    sentences = [sentence for document in documents for sentence in document]
+    token_ids: list[list[int]] = []
+    if sentences:
+        batches = tf.data.Dataset.from_tensor_slices(tf.constant(sentences, tf.string)).batch(batch_size)
+        batches = batches.map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        with tqdm(total=len(sentences), unit="sentence", desc="Tokenizing", disable=not progress) as bar:
+            for ragged in batches:
+                flat = ragged.flat_values.numpy().tolist()
+                splits = ragged.row_splits.numpy().tolist()
+                token_ids += [flat[b:e] for b, e in zip(splits[:-1], splits[1:])]
+                bar.update(len(splits) - 1)
+    token_documents, position = [], 0
+    for document in documents:
+        kept = [ids for ids in token_ids[position : position + len(document)] if ids]
+        position += len(document)
+        if kept:
+            token_documents.append(kept)
+    return token_documents, len(documents) - len(token_documents)
+
+
+def _masked_examples(
+    pairs: Sequence[PairInstance], tokenizer: BertTokenizer, masker: MaskedLMMasker, max_seq_length: int
+) -> tuple[list[bytes], int]:
+    """Packs, masks and serializes a batch of pairs; returns (records, masked positions)."""
+    input_ids = np.full((len(pairs), max_seq_length), tokenizer.pad_id, np.int32)
+    segment_ids = np.zeros((len(pairs), max_seq_length), np.int32)
+    input_mask = np.zeros((len(pairs), max_seq_length), np.int32)
+    for row, pair in enumerate(pairs):
+        tokens = [tokenizer.cls_id, *pair.tokens_a, tokenizer.sep_id, *pair.tokens_b, tokenizer.sep_id]
+        input_ids[row, : len(tokens)] = tokens
+        segment_ids[row, len(pair.tokens_a) + 2 : len(tokens)] = 1
+        input_mask[row, : len(tokens)] = 1
+    outputs = {name: value.numpy() for name, value in masker(tf.constant(input_ids)).items()}
+    records = [
+        serialize_example(
+            input_ids=outputs["input_word_ids"][row],
+            input_mask=input_mask[row],
+            segment_ids=segment_ids[row],
+            masked_lm_positions=outputs["masked_lm_positions"][row],
+            masked_lm_ids=outputs["masked_lm_ids"][row],
+            masked_lm_weights=outputs["masked_lm_weights"][row],
+            next_sentence_label=int(pair.is_random_next),
+        )
+        for row, pair in enumerate(pairs)
+    ]
+    return records, int(np.count_nonzero(outputs["masked_lm_weights"]))
+
+
+def serialize_example(
+    input_ids: Sequence[int],
+    input_mask: Sequence[int],
+    segment_ids: Sequence[int],
+    masked_lm_positions: Sequence[int],
+    masked_lm_ids: Sequence[int],
+    masked_lm_weights: Sequence[float],
+    next_sentence_label: int,
+) -> bytes:
+    """One pre-training example as a serialized `tf.train.Example` in the original format.
+
+    Args:
+        input_ids, input_mask, segment_ids: int sequences of length max_seq_length.
+        masked_lm_positions, masked_lm_ids: int sequences of length max_predictions_per_seq.
+        masked_lm_weights: float sequence of length max_predictions_per_seq (1.0 real, 0.0 pad).
+        next_sentence_label: 0 if segment B follows segment A, 1 if it is random.
+
+    Returns:
+        The serialized example (bytes), with deterministic field order.
+    """
+
+    def ints(values: Sequence[int]) -> tf.train.Feature:
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=np.asarray(values, np.int64)))
+
+    features = {
+        "input_ids": ints(input_ids),
+        "input_mask": ints(input_mask),
+        "segment_ids": ints(segment_ids),
+        "masked_lm_positions": ints(masked_lm_positions),
+        "masked_lm_ids": ints(masked_lm_ids),
+        "masked_lm_weights": tf.train.Feature(
+            float_list=tf.train.FloatList(value=np.asarray(masked_lm_weights, np.float32))
+        ),
+        "next_sentence_labels": ints([next_sentence_label]),
+    }
+    example = tf.train.Example(features=tf.train.Features(feature=features))
+    return example.SerializeToString(deterministic=True)
+
+
+class _AtomicRecordWriters:
+    """TFRecord writers that write to temporary names and rename only when all are complete.
+
+    On an exception inside the `with` block the temporary files are deleted and no output file
+    is created or replaced.
+    """
+
+    def __init__(self, paths: Sequence[str]):
+        self._paths = list(paths)
+        self._temporary = [f"{path}.tmp-{os.getpid()}" for path in self._paths]
+        self._writers: list[tf.io.TFRecordWriter] = []
+
+    def __enter__(self) -> list[tf.io.TFRecordWriter]:
+        for path in self._paths:
+            directory = os.path.dirname(path)
+            if directory:
+                tf.io.gfile.makedirs(directory)
+        self._writers = [tf.io.TFRecordWriter(path) for path in self._temporary]
+        return self._writers
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        for writer in self._writers:
+            writer.close()
+        for temporary, path in zip(self._temporary, self._paths):
+            if exc_type is None:
+                tf.io.gfile.rename(temporary, path, overwrite=True)
+            elif tf.io.gfile.exists(temporary):
+                tf.io.gfile.remove(temporary)
+
+
+def _split_paths(paths: str | Sequence[str]) -> list[str]:
+    """Output paths from a comma-separated string or a list; at least one, no duplicates."""
+    if isinstance(paths, str):
+        paths = paths.split(",")
+    paths = [p.strip() for p in paths if p.strip()]
+    if not paths:
+        raise ValueError("No output file given.")
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"Output files must be distinct, got {paths}.")
+    return paths
+
+
+def _check_arguments(
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    masked_lm_prob: float,
+    short_seq_prob: float,
+    dupe_factor: int,
+) -> None:
+    if max_seq_length < 5:
+        raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
+    if max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq must be at least 1, got {max_predictions_per_seq}.")
+    if not 0.0 < masked_lm_prob <= 1.0:
+        raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")

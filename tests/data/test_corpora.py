@@ -1,0 +1,106 @@
+"""Document sources: the built-in stdlib-docs corpus, Google-format text files, TFDS datasets."""
+
+import re
+
+import pytest
+
+from keras_bert_lite.data import corpora
+from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents
+
+
+def test_builtin_corpus_size_and_shape(documents):
+    sentences = [s for d in documents for s in d]
+    assert len(documents) >= 100
+    assert len(sentences) >= 2000
+    assert sum(len(s.split()) for s in sentences) >= 150_000
+    assert all(len(d) >= corpora.MIN_DOCUMENT_SENTENCES for d in documents)
+    assert all(
+        isinstance(s, str) and s == s.strip() and len(s.split()) >= corpora.MIN_SENTENCE_WORDS
+        for s in sentences
+    )
+
+
+def test_builtin_corpus_is_clean_prose(documents):
+    sentences = [s for d in documents for s in d]
+    for marker in (r"``[^`']+``", r":\w+:`", r"^>>>", "\n", r"\*\*\*\*", "===="):
+        assert not [s for s in sentences if re.search(marker, s)], marker
+    # Mostly words, not code: letters dominate every sentence's characters.
+    letters = sum(c.isalpha() for s in sentences for c in s)
+    assert letters / sum(len(s) for s in sentences) > 0.7
+
+
+def test_builtin_corpus_is_deterministic_and_a_fresh_copy(documents):
+    again = builtin_documents()
+    assert again == documents
+    again[0].append("changed")
+    assert builtin_documents() == documents
+
+
+def test_builtin_corpus_imports_no_module(builtin_build):
+    documents, new_modules = builtin_build
+    assert documents
+    # pydoc_data is the one module read by import; the sources are only parsed.
+    unexpected = {m for m in new_modules if not m.startswith(("pydoc_data", "encodings."))}
+    assert not unexpected, sorted(unexpected)
+
+
+def test_read_documents_round_trip(documents, tmp_path, data_helpers):
+    first = data_helpers.write_google_format(documents[:3], tmp_path / "a.txt")
+    # Extra blank and whitespace-only lines are one separator; a file ends a document.
+    (tmp_path / "b.txt").write_text(
+        "\n \n" + "\n".join(documents[3]) + "\n\n\n\t\n" + "\n".join(documents[4])
+    )
+    second = str(tmp_path / "b.txt")
+    assert read_documents(first) == documents[:3]
+    assert read_documents([first, second]) == documents[:5]
+    assert read_documents(f"{second},{first}") == documents[3:5] + documents[:3]
+    assert read_documents(str(tmp_path / "*.txt")) == documents[:5]
+
+
+def test_read_documents_non_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("First line.\nSecond line.\n\nCaf\u00e9 ol\u00e9.\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.txt, line 4: not valid UTF-8 \(byte 0xe9 at column 4\)"):
+        read_documents(str(path))
+
+
+def test_read_documents_pattern_without_match(tmp_path):
+    (tmp_path / "a.txt").write_text("One sentence.\n")
+    with pytest.raises(FileNotFoundError, match="nothing-here"):
+        read_documents(f"{tmp_path / 'a.txt'},{tmp_path / 'nothing-here*.txt'}")
+    with pytest.raises(ValueError, match="No input file pattern"):
+        read_documents(" , ")
+
+
+def test_tfds_documents_from_a_local_dataset(tmp_path, documents):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    # Paragraphs (blank-line separated) of real sentences; the middle example has no text.
+    texts = ["\n\n".join(documents[0][:6]), "", "\n\n".join(documents[1])]
+
+    class TinyStdlibDocs(tfds.core.GeneratorBasedBuilder):
+        """A local text dataset in TFDS's own format (no download)."""
+
+        VERSION = tfds.core.Version("1.0.0")
+        # Not defined in a dataset package: there is no checksums file next to the code.
+        code_path = None
+
+        def _info(self):
+            features = tfds.features.FeaturesDict({"body": tfds.features.Text(), "id": tfds.features.Text()})
+            return tfds.core.DatasetInfo(builder=self, features=features)
+
+        def _split_generators(self, dl_manager):
+            return {"train": self._generate_examples()}
+
+        def _generate_examples(self):
+            for i, text in enumerate(texts):
+                yield i, {"body": text, "id": str(i)}
+
+    TinyStdlibDocs(data_dir=str(tmp_path)).download_and_prepare()
+    result = tfds_documents(
+        "tiny_stdlib_docs", split="train", text_key="body", data_dir=str(tmp_path), download=False
+    )
+    # One document per non-empty example (TFDS fixes the example order; compare as a set).
+    expected = [documents[0][:6], documents[1]]
+    assert sorted(result) == sorted(expected)
+    with pytest.raises(KeyError, match="no feature 'text'"):
+        tfds_documents("tiny_stdlib_docs", data_dir=str(tmp_path), download=False)

@@ -1,0 +1,213 @@
+"""The tf.data reader: values, names and shapes, training mode, sharding, dynamic masking, errors."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.data.pretraining_reader import pretraining_dataset, pretraining_feature_spec
+from keras_bert_lite.data.pretraining_writer import serialize_example
+from keras_bert_lite.text.masking import MaskedLMMasker
+
+FEATURES = {
+    "input_word_ids": "input_ids",
+    "input_mask": "input_mask",
+    "input_type_ids": "segment_ids",
+    "masked_lm_positions": "masked_lm_positions",
+}
+LABELS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def _read_all(dataset) -> dict:
+    """Concatenated batches, under the original feature names."""
+    batches = list(dataset)
+    merged = {
+        original: np.concatenate([f[ours].numpy() for f, _ in batches]) for ours, original in FEATURES.items()
+    }
+    merged.update({name: np.concatenate([labels[name].numpy() for _, labels in batches]) for name in LABELS})
+    return merged
+
+
+def _rows(parsed: dict) -> set:
+    return {row.astype(np.int64).tobytes() for row in parsed["input_ids"]}
+
+
+def test_feature_spec_is_the_original(data_helpers):
+    assert pretraining_feature_spec(64, 10) == data_helpers.original_feature_spec(64, 10)
+
+
+def test_evaluation_read_matches_plain_parse(small_generated, data_helpers):
+    stats, files, expected = small_generated
+    dataset = pretraining_dataset(
+        files,
+        100,
+        data_helpers.seq_length,
+        data_helpers.max_predictions,
+        is_training=False,
+        drop_remainder=False,
+    )
+    features, labels = dataset.element_spec
+    assert {k: v.dtype for k, v in features.items()} == dict.fromkeys(FEATURES, tf.int32)
+    assert {k: v.dtype for k, v in labels.items()} == {
+        "masked_lm_ids": tf.int32,
+        "masked_lm_weights": tf.float32,
+        "next_sentence_labels": tf.int32,
+    }
+    values = _read_all(dataset)
+    for name, array in expected.items():
+        np.testing.assert_array_equal(values[name], array, err_msg=name)
+
+
+def test_training_read_static_shapes_repeat_and_seed(small_generated, data_helpers):
+    stats, files, _ = small_generated
+    seq, max_pred = data_helpers.seq_length, data_helpers.max_predictions
+
+    def dataset():
+        return pretraining_dataset(files, 64, seq, max_pred, shuffle_buffer=500, seed=42)
+
+    features, labels = dataset().element_spec
+    assert features["input_word_ids"].shape == (64, seq) and features["masked_lm_positions"].shape == (
+        64,
+        max_pred,
+    )
+    assert labels["masked_lm_weights"].shape == (64, max_pred) and labels["next_sentence_labels"].shape == (
+        64,
+        1,
+    )
+    epoch_batches = stats.examples // 64
+    first = [f["input_word_ids"].numpy() for f, _ in dataset().take(epoch_batches + 3)]
+    assert len(first) == epoch_batches + 3  # repeats past one epoch
+    second = [f["input_word_ids"].numpy() for f, _ in dataset().take(3)]
+    np.testing.assert_array_equal(np.stack(first[:3]), np.stack(second))
+    # Shuffled: the first batch is not the files' first records.
+    in_order = next(iter(pretraining_dataset(files, 64, seq, max_pred, is_training=False)))[0][
+        "input_word_ids"
+    ]
+    assert not np.array_equal(first[0], in_order.numpy())
+
+
+@pytest.mark.parametrize("num_files", [3, 1])
+def test_input_pipelines_split_the_data(small_generated, data_helpers, num_files):
+    """Files (or, with fewer files than pipelines, records) are divided between input pipelines."""
+    stats, files, expected = small_generated
+    files = files[:num_files]
+    total = sum(1 for _ in tf.data.TFRecordDataset(files))
+    parts = []
+    for pipeline in range(2):
+        context = tf.distribute.InputContext(
+            num_input_pipelines=2, input_pipeline_id=pipeline, num_replicas_in_sync=2
+        )
+        dataset = pretraining_dataset(
+            files,
+            16,
+            data_helpers.seq_length,
+            data_helpers.max_predictions,
+            is_training=False,
+            drop_remainder=False,
+            input_context=context,
+        )
+        assert dataset.element_spec[0]["input_word_ids"].shape[0] in (None, 8)
+        parts.append(_read_all(dataset))
+        assert next(iter(dataset))[0]["input_word_ids"].shape[0] == 8  # per-replica batch
+    assert len(parts[0]["input_ids"]) + len(parts[1]["input_ids"]) == total
+    assert not _rows(parts[0]) & _rows(parts[1])
+    assert _rows(parts[0]) | _rows(parts[1]) == _rows(data_helpers.parse_with_original_spec(files))
+
+
+def test_dynamic_masking_remasks_the_same_text(small_generated, real_vocab_file, special_ids, data_helpers):
+    stats, files, expected = small_generated
+    seq, max_pred = data_helpers.seq_length, data_helpers.max_predictions
+    dataset = pretraining_dataset(
+        files[:1],
+        64,
+        seq,
+        max_pred,
+        dynamic_masking=True,
+        vocabulary=real_vocab_file,
+        is_training=False,
+        drop_remainder=False,
+        seed=3,
+    )
+    dynamic = _read_all(dataset)
+    stored = data_helpers.parse_with_original_spec(files[:1])
+    # Same text and segments once the masks are undone; different masks.
+    np.testing.assert_array_equal(data_helpers.unmasked_ids(dynamic), data_helpers.unmasked_ids(stored))
+    np.testing.assert_array_equal(dynamic["segment_ids"], stored["segment_ids"])
+    np.testing.assert_array_equal(dynamic["next_sentence_labels"], stored["next_sentence_labels"])
+    changed = (dynamic["masked_lm_positions"] != stored["masked_lm_positions"]).any(axis=1)
+    assert changed.mean() > 0.9
+    selected = dynamic["masked_lm_weights"] > 0
+    rows = np.nonzero(selected)[0]
+    positions = dynamic["masked_lm_positions"][selected]
+    labels = dynamic["masked_lm_ids"][selected]
+    assert not np.isin(labels, [special_ids["[CLS]"], special_ids["[SEP]"], special_ids["[PAD]"]]).any()
+    np.testing.assert_array_equal(labels, data_helpers.unmasked_ids(stored)[rows, positions])
+    assert abs(np.mean(dynamic["input_ids"][rows, positions] == special_ids["[MASK]"]) - 0.8) < 0.05
+    # Every read draws new masks.
+    again = _read_all(dataset)
+    assert (again["masked_lm_positions"] != dynamic["masked_lm_positions"]).any()
+
+
+def test_dynamic_masking_arguments(small_generated, real_vocab_file, data_helpers):
+    _, files, _ = small_generated
+    seq, max_pred = data_helpers.seq_length, data_helpers.max_predictions
+    with pytest.raises(ValueError, match="needs a masker or a vocabulary"):
+        pretraining_dataset(files, 8, seq, max_pred, dynamic_masking=True)
+    masker = MaskedLMMasker(
+        vocab_size=30522,
+        mask_token_id=103,
+        special_token_ids=[0, 101, 102],
+        max_predictions_per_seq=max_pred + 1,
+    )
+    with pytest.raises(ValueError, match=f"up to {max_pred + 1} positions.*is {max_pred}"):
+        pretraining_dataset(files, 8, seq, max_pred, dynamic_masking=True, masker=masker)
+
+
+def test_pattern_without_match(tmp_path):
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        pretraining_dataset(str(tmp_path / "missing-*.tfrecord"), 8, 128, 20)
+
+
+def _write_records(path, records):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+    return str(path)
+
+
+def _example(seq=128, max_pred=20, **overrides):
+    values = dict(
+        input_ids=[101] + [7] * (seq - 2) + [102],
+        input_mask=[1] * seq,
+        segment_ids=[0] * seq,
+        masked_lm_positions=[1] * max_pred,
+        masked_lm_ids=[7] * max_pred,
+        masked_lm_weights=[1.0] * max_pred,
+        next_sentence_label=0,
+    )
+    values.update(overrides)
+    return serialize_example(**values)
+
+
+def test_wrong_length_feature_names_feature_lengths_and_file(tmp_path):
+    good = _example()
+    bad = _write_records(tmp_path / "bad.tfrecord", [good, _example(segment_ids=[0] * 127), good])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"feature segment_ids has 127 values.*expected 128.*bad\.tfrecord",
+    ):
+        list(pretraining_dataset(bad, 3, 128, 20, is_training=False))
+    # Data written for another max_predictions_per_seq.
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"feature masked_lm_positions has 20 values.*expected 10"
+    ):
+        list(pretraining_dataset(bad, 1, 128, 10, is_training=False))
+
+
+def test_missing_feature_is_reported(tmp_path):
+    example = tf.train.Example.FromString(_example())
+    del example.features.feature["masked_lm_weights"]
+    path = _write_records(tmp_path / "missing.tfrecord", [example.SerializeToString()])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"feature masked_lm_weights has 0 values.*missing\.tfrecord"
+    ):
+        list(pretraining_dataset(path, 1, 128, 20, is_training=False))
