@@ -1,0 +1,19 @@
+"""Text processing in the TensorFlow graph: WordPiece, input packing, MLM masking, vocabularies."""
+
+from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
+from keras_bert_lite.text.packer import BertPackInputs
+from keras_bert_lite.text.preprocessor import BertPreprocessor
+from keras_bert_lite.text.tokenizer import SPECIAL_TOKENS, BertTokenizer, load_vocabulary, normalize_text
+from keras_bert_lite.text.vocab import build_vocab
+
+__all__ = [
+    "SPECIAL_TOKENS",
+    "BertPackInputs",
+    "BertPreprocessor",
+    "BertTokenizer",
+    "MaskedLMMasker",
+    "build_vocab",
+    "load_vocabulary",
+    "mask_tokens",
+    "normalize_text",
+]

@@ -1,0 +1,131 @@
+"""BertPackInputs: layout, segment ids, padding, truncation (against the original BERT code), errors."""
+
+import random
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.text.packer import BertPackInputs
+
+CLS, SEP, PAD = 101, 102, 0
+
+
+def _pack(seq_length, *segments, **kwargs):
+    packer = BertPackInputs(seq_length, start_of_sequence_id=CLS, end_of_segment_id=SEP,
+                            padding_id=PAD, **kwargs)
+    ragged = [tf.ragged.constant(s, dtype=tf.int32) for s in segments]
+    out = packer(ragged if len(ragged) > 1 else ragged[0])
+    return {name: value.numpy().tolist() for name, value in out.items()}
+
+
+def test_single_segment_layout():
+    out = _pack(8, [[1, 2, 3], [4], []])
+    assert out["input_word_ids"] == [[CLS, 1, 2, 3, SEP, PAD, PAD, PAD],
+                                     [CLS, 4, SEP, PAD, PAD, PAD, PAD, PAD],
+                                     [CLS, SEP, PAD, PAD, PAD, PAD, PAD, PAD]]
+    assert out["input_mask"] == [[1] * 5 + [0] * 3, [1] * 3 + [0] * 5, [1] * 2 + [0] * 6]
+    assert out["input_type_ids"] == [[0] * 8] * 3
+
+
+def test_pair_layout_and_segment_ids():
+    out = _pack(10, [[1, 2], [3]], [[7, 8, 9], []])
+    assert out["input_word_ids"] == [[CLS, 1, 2, SEP, 7, 8, 9, SEP, PAD, PAD],
+                                     [CLS, 3, SEP, SEP, PAD, PAD, PAD, PAD, PAD, PAD]]
+    assert out["input_type_ids"] == [[0, 0, 0, 0, 1, 1, 1, 1, 0, 0],
+                                     [0, 0, 0, 1, 0, 0, 0, 0, 0, 0]]
+    assert out["input_mask"] == [[1] * 8 + [0] * 2, [1] * 4 + [0] * 6]
+
+
+def test_three_segments_get_ids_0_1_2():
+    out = _pack(9, [[1]], [[2, 3]], [[4]])
+    assert out["input_word_ids"] == [[CLS, 1, SEP, 2, 3, SEP, 4, SEP, PAD]]
+    assert out["input_type_ids"] == [[0, 0, 0, 1, 1, 1, 2, 2, 0]]
+
+
+def test_truncation_matches_original_truncate_seq_pair(original_classifier):
+    truncate_seq_pair = original_classifier["_truncate_seq_pair"]
+    rng = random.Random(0)
+    seq_length = 16
+    pairs = [(rng.randint(0, 25), rng.randint(0, 25)) for _ in range(300)]
+    pairs += [(13, 0), (0, 13), (14, 14), (7, 6), (6, 7), (100, 1)]
+    segments_a = [list(range(1, n + 1)) for n, _ in pairs]
+    segments_b = [list(range(1001, 1001 + m)) for _, m in pairs]
+    expected = []
+    for a, b in zip(segments_a, segments_b):
+        a, b = list(a), list(b)
+        truncate_seq_pair(a, b, seq_length - 3)  # in place, as the original does
+        ids = [CLS, *a, SEP, *b, SEP]
+        expected.append(ids + [PAD] * (seq_length - len(ids)))
+    out = _pack(seq_length, segments_a, segments_b)
+    assert out["input_word_ids"] == expected
+    # Both segments keep tokens whenever they have any.
+    for (n, m), row in zip(pairs, out["input_word_ids"]):
+        assert (n == 0) or any(0 < t <= n for t in row)
+        assert (m == 0) or any(1000 < t < 2000 for t in row)
+
+
+def test_single_segment_truncation_keeps_the_start():
+    out = _pack(5, [list(range(1, 11))])
+    assert out["input_word_ids"] == [[CLS, 1, 2, 3, SEP]]
+
+
+def test_waterfall_truncation_fills_segments_in_order():
+    out = _pack(8, [[1, 2, 3, 4, 5, 6]], [[7, 8, 9]], truncator="waterfall")
+    assert out["input_word_ids"] == [[CLS, 1, 2, 3, 4, 5, SEP, SEP]]
+
+
+def test_accepts_word_grouped_and_dense_segments():
+    packer = BertPackInputs(6, CLS, SEP)
+    words = tf.ragged.constant([[[1, 2], [3]]], dtype=tf.int32)
+    assert packer(words)["input_word_ids"].numpy().tolist() == [[CLS, 1, 2, 3, SEP, PAD]]
+    dense = tf.constant([[5, 6]], dtype=tf.int64)
+    out = packer([dense, dense])
+    assert out["input_word_ids"].numpy().tolist() == [[CLS, 5, 6, SEP, 5, SEP]]
+    assert out["input_word_ids"].dtype == tf.int32
+
+
+def test_seq_length_too_small_is_a_clear_error():
+    with pytest.raises(ValueError, match="seq_length=1 cannot hold \\[CLS\\] and \\[SEP\\]"):
+        BertPackInputs(1, CLS, SEP)
+    packer = BertPackInputs(2, CLS, SEP)
+    assert packer(tf.ragged.constant([[1, 2]]))["input_word_ids"].numpy().tolist() == [[CLS, SEP]]
+    with pytest.raises(ValueError, match="seq_length=2 cannot hold the 3 special tokens of 2 segments"):
+        packer([tf.ragged.constant([[1]]), tf.ragged.constant([[2]])])
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ValueError, match="truncator must be one of"):
+        BertPackInputs(8, CLS, SEP, truncator="middle")
+    packer = BertPackInputs(8, CLS, SEP)
+    with pytest.raises(ValueError, match="same batch size, got \\[2, 1\\]"):
+        packer([tf.ragged.constant([[1], [2]]), tf.ragged.constant([[3]])])
+    with pytest.raises(ValueError, match="integer token ids"):
+        packer(tf.ragged.constant([["a"]]))
+    with pytest.raises(ValueError, match="shape \\[batch, tokens\\]"):
+        packer(tf.constant([1, 2]))
+
+
+def test_dynamic_batch_mismatch_fails_in_graph():
+    packer = BertPackInputs(8, CLS, SEP)
+    spec = tf.RaggedTensorSpec([None, None], tf.int32)
+    packed = tf.function(lambda a, b: packer([a, b]), input_signature=[spec, spec])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="same batch size"):
+        packed(tf.ragged.constant([[1], [2]]), tf.ragged.constant([[3]]))
+
+
+def test_config_round_trip_and_keras_file(tmp_path):
+    packer = BertPackInputs(12, CLS, SEP, padding_id=3, truncator="waterfall", name="pack")
+    clone = BertPackInputs.from_config(packer.get_config())
+    segments = [tf.ragged.constant([[1, 2, 3, 4, 5, 6, 7, 8]]), tf.ragged.constant([[9, 10, 11]])]
+    for name, value in packer(segments).items():
+        assert np.array_equal(clone(segments)[name], value)
+
+    a = keras.Input(shape=(None,), dtype="int32", ragged=True)
+    b = keras.Input(shape=(None,), dtype="int32", ragged=True)
+    model = keras.Model([a, b], packer([a, b]))
+    model.save(tmp_path / "packer.keras")
+    reloaded = keras.saving.load_model(tmp_path / "packer.keras")
+    for name, value in model(segments).items():
+        assert np.array_equal(reloaded(segments)[name], value)

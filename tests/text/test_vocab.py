@@ -1,0 +1,58 @@
+"""build_vocab: a learned vocabulary that BertTokenizer loads and that covers real text."""
+
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
+from keras_bert_lite.text.vocab import build_vocab
+
+
+@pytest.mark.slow
+def test_learned_vocab_loads_and_covers_held_out_text(tmp_path, real_sentences):
+    train, held_out = real_sentences[:2000], real_sentences[3000:4000]
+    path = tmp_path / "vocab.txt"
+    vocab = build_vocab(train, vocab_size=500, output_file=str(path))
+
+    assert vocab[: len(SPECIAL_TOKENS)] == list(SPECIAL_TOKENS)
+    assert 0.9 * 500 <= len(vocab) <= 500 and len(set(vocab)) == len(vocab)
+    assert path.read_text(encoding="utf-8").splitlines() == vocab
+    # Uncased: no upper-case letters, no accents, but whole words and ## pieces.
+    assert not any(t.lower() != t for t in vocab[len(SPECIAL_TOKENS):])
+    assert "the" in vocab and any(t.startswith("##") and len(t) > 3 for t in vocab)
+
+    tokenizer = BertTokenizer(str(path))
+    ids = tokenizer(tf.constant(held_out)).flat_values.numpy()
+    assert ids.size > 10_000
+    assert (ids == tokenizer.unk_id).mean() < 0.002
+    # Learned multi-character pieces are used, not just single characters.
+    piece_chars = [len(vocab[i].removeprefix("##")) for i in ids]
+    assert sum(piece_chars) / len(piece_chars) > 1.7  # 1.0 with characters only
+
+
+def test_dataset_corpus_and_custom_reserved_tokens():
+    reserved = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]"]
+    texts = ["The Café serves coffee.", "Coffee is served at the café!"] * 20
+    vocab = build_vocab(tf.data.Dataset.from_tensor_slices(texts), vocab_size=200, reserved_tokens=reserved)
+    assert vocab[:6] == reserved
+    assert "cafe" in vocab and "Café" not in vocab
+    cased = build_vocab(texts, vocab_size=200, lower_case=False)
+    assert "Café" in cased and "The" in cased
+    tokenizer = BertTokenizer(cased, lower_case=False)
+    assert tokenizer.unk_id not in tokenizer(tf.constant(texts)).flat_values.numpy()
+
+
+@pytest.mark.parametrize("corpus", [[], [""], ["   ", "\u3000\t"], "dataset"])
+def test_empty_corpus_is_a_clear_error(corpus):
+    if corpus == "dataset":
+        corpus = tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string))
+    with pytest.raises(ValueError, match="The corpus is empty"):
+        build_vocab(corpus, vocab_size=100)
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ValueError, match="not a single string"):
+        build_vocab("just one string", vocab_size=100)
+    with pytest.raises(ValueError, match="leaves no room"):
+        build_vocab(["some text"], vocab_size=5)
+    with pytest.raises(ValueError, match="scalar tf.string elements"):
+        build_vocab(tf.data.Dataset.from_tensor_slices([[1, 2]]), vocab_size=100)
