@@ -32,6 +32,6 @@ setup(
             "tokenizers",
         ],
         # Benchmark peers.
-        "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers"],
+        "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers", "bert-tensorflow==1.0.4"],
     },
 )
