@@ -1,6 +1,29 @@
-"""keras_bert_lite: BERT on Keras 3 and TensorFlow."""
+"""keras_bert_lite: BERT on Keras 3 and TensorFlow.
 
+    import keras_bert_lite as kbl
+    encoder = kbl.BertEncoder(kbl.BertConfig.preset("base"))
+    prep = kbl.BertPreprocessor("vocab.txt", seq_length=128)
+    outputs = encoder(prep(["the cat sat on the mat"]))
+"""
+
+from keras_bert_lite.checkpoints import (
+    CheckpointMismatchError,
+    LoadReport,
+    from_google_checkpoint,
+    from_hf_checkpoint,
+    load_google_checkpoint,
+    load_hf_checkpoint,
+    save_google_checkpoint,
+    save_hf_checkpoint,
+)
 from keras_bert_lite.config import BertConfig
+from keras_bert_lite.data import (
+    builtin_documents,
+    create_pretraining_data,
+    pretraining_dataset,
+    read_documents,
+)
+from keras_bert_lite.export import export_encoder, export_saved_model
 from keras_bert_lite.layers import (
     BertEmbeddings,
     BertPooler,
@@ -10,6 +33,66 @@ from keras_bert_lite.layers import (
     SpanHead,
     TransformerEncoderBlock,
 )
-from keras_bert_lite.models import BertEncoder, BertPretrainer, pretraining_losses
+from keras_bert_lite.models import (
+    BertClassifier,
+    BertEncoder,
+    BertFeatureExtractor,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+    pretraining_losses,
+    span_loss,
+)
+from keras_bert_lite.text import (
+    BertPackInputs,
+    BertPreprocessor,
+    BertTokenizer,
+    MaskedLMMasker,
+    build_vocab,
+    load_vocabulary,
+)
+from keras_bert_lite.training.distribute import get_strategy
+from keras_bert_lite.training.optimization import create_optimizer
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "BertClassifier",
+    "BertConfig",
+    "BertEmbeddings",
+    "BertEncoder",
+    "BertFeatureExtractor",
+    "BertPackInputs",
+    "BertPooler",
+    "BertPreprocessor",
+    "BertPretrainer",
+    "BertSpanLabeler",
+    "BertTokenClassifier",
+    "BertTokenizer",
+    "CheckpointMismatchError",
+    "ClassificationHead",
+    "LoadReport",
+    "MaskedLMHead",
+    "MaskedLMMasker",
+    "NextSentenceHead",
+    "SpanHead",
+    "TransformerEncoderBlock",
+    "build_vocab",
+    "builtin_documents",
+    "create_optimizer",
+    "create_pretraining_data",
+    "export_encoder",
+    "export_saved_model",
+    "from_google_checkpoint",
+    "from_hf_checkpoint",
+    "get_strategy",
+    "load_google_checkpoint",
+    "load_hf_checkpoint",
+    "load_vocabulary",
+    "pretraining_dataset",
+    "pretraining_losses",
+    "read_documents",
+    "save_google_checkpoint",
+    "save_hf_checkpoint",
+    "span_loss",
+]

@@ -1,15 +1,50 @@
-"""Data: corpora, BERT pre-training TFRecords in the original format, and the tf.data reader."""
+"""Data: corpora, pre-training TFRecords in the original format, and fine-tuning task formats."""
 
 from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents
+from keras_bert_lite.data.glue import (
+    GLUE_TASKS,
+    ClassificationData,
+    classification_dataset,
+    get_glue_task,
+    glue_metrics,
+    read_glue_tsv,
+)
+from keras_bert_lite.data.ner import CONLL2003_TAGS, entity_f1, ner_dataset, read_conll
 from keras_bert_lite.data.pretraining_reader import pretraining_dataset, pretraining_feature_spec
 from keras_bert_lite.data.pretraining_writer import PretrainingDataStats, create_pretraining_data
+from keras_bert_lite.data.squad import (
+    predict_answers,
+    read_squad,
+    squad_dataset,
+    squad_evaluate,
+    squad_features,
+)
+from keras_bert_lite.data.tfds_tasks import load_conll_from_tfds, load_glue_from_tfds, load_squad_from_tfds
 
 __all__ = [
+    "CONLL2003_TAGS",
+    "GLUE_TASKS",
+    "ClassificationData",
     "PretrainingDataStats",
     "builtin_documents",
+    "classification_dataset",
     "create_pretraining_data",
+    "entity_f1",
+    "get_glue_task",
+    "glue_metrics",
+    "load_conll_from_tfds",
+    "load_glue_from_tfds",
+    "load_squad_from_tfds",
+    "ner_dataset",
+    "predict_answers",
     "pretraining_dataset",
     "pretraining_feature_spec",
+    "read_conll",
     "read_documents",
+    "read_glue_tsv",
+    "read_squad",
+    "squad_dataset",
+    "squad_evaluate",
+    "squad_features",
     "tfds_documents",
 ]
