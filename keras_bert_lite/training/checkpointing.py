@@ -1,0 +1,259 @@
+"""Checkpoints that survive a kill: save, resume, the NaN guard and the final export.
+
+Checkpoints are `tf.train.CheckpointManager` files `ckpt-<step>.{index,data-*}` plus the
+`checkpoint` state file. TensorFlow writes the data and index to a `_temp` folder and renames
+them into place, and writes the state file with an atomic rename after them, so a process killed
+at any moment leaves the previous checkpoints intact and the state file pointing at a complete
+one. On top of that, `TrainingCheckpoints.restore` does not trust the state file alone: it
+tries the checkpoints it lists and those found on disk, newest first, and skips any it cannot
+read, so even a lost or damaged state file resumes from the newest readable checkpoint.
+
+Example:
+
+    >>> checkpoints = TrainingCheckpoints("out/ckpt", strategy, pretrainer, optimizer,
+    ...                                   loop.global_step, max_to_keep=3)
+    >>> checkpoints.restore()   # step resumed from, 0 on a fresh start
+    >>> checkpoints.save()      # writes out/ckpt/ckpt-<global_step>
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from keras_bert_lite.models import BertEncoder, BertPretrainer
+
+_CHECKPOINT_NAME = "ckpt"
+# What reading a truncated or missing checkpoint file raises (IndexError: "Read less bytes than requested").
+_READ_ERRORS = (
+    tf.errors.DataLossError, tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError,
+    IndexError,
+)
+
+
+class NonFiniteLossError(FloatingPointError):
+    """Training produced a NaN or Inf loss (or gradient); the run was stopped.
+
+    Attributes:
+        step: the 1-based optimizer step whose loss was not finite.
+        last_checkpoint: path of the last good checkpoint (None if none was written yet).
+    """
+
+    def __init__(self, step: int, what: str, last_checkpoint: str | None):
+        self.step = step
+        self.last_checkpoint = last_checkpoint
+        kept = (
+            f"The last good checkpoint {last_checkpoint} is kept; lower the learning rate or check the input "
+            "data, then rerun to resume from it."
+            if last_checkpoint
+            else "No checkpoint was written before it."
+        )
+        super().__init__(f"Training stopped: {what} at step {step}. {kept}")
+
+
+def check_finite(history: dict[str, np.ndarray], first_step: int, last_checkpoint: str | None,
+                 check_gradients: bool = True) -> None:
+    """Raises `NonFiniteLossError` naming the first step of `history` with a non-finite loss.
+
+    Args:
+        history: `PretrainingLoop.train` output, "loss" (and "gradient_norm") float [n].
+        first_step: the 1-based step number of `history[...][0]`.
+        last_checkpoint: reported as the checkpoint to resume from.
+        check_gradients: also stop on a non-finite gradient norm (off under dynamic loss
+            scaling, which skips such steps by design).
+    """
+    names = ("loss", "gradient_norm") if check_gradients else ("loss",)
+    for index in range(len(history["loss"])):
+        for name in names:
+            if not np.isfinite(history[name][index]):
+                raise NonFiniteLossError(first_step + index, f"{name} is {history[name][index]}", last_checkpoint)
+
+
+class TrainingCheckpoints:
+    """Saves and restores model, optimizer, step and (where possible) the data iterator.
+
+    Under MultiWorkerMirroredStrategy every worker must call `save` (the collective save needs
+    all of them); only the chief's files are kept in `directory`, the others write to a
+    scratch folder that is deleted right away.
+
+    Args:
+        directory: where `ckpt-<step>` files and the `checkpoint` state file live (local or
+            any `tf.io.gfile` filesystem, e.g. gs://).
+        strategy: the strategy the model was built under.
+        model: the model being trained.
+        optimizer: its optimizer (slots and iteration count are saved).
+        global_step: int64 step variable (`PretrainingLoop.global_step`); names the files.
+        iterator: the training data iterator; saved only when TensorFlow can checkpoint it (a
+            single-device `tf.data` iterator), so a resumed run continues with the next batch.
+        max_to_keep: newest checkpoints to keep.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        strategy: tf.distribute.Strategy,
+        model: keras.Model,
+        optimizer: keras.optimizers.Optimizer,
+        global_step: tf.Variable,
+        iterator=None,
+        max_to_keep: int = 5,
+    ):
+        self.directory = directory
+        self.saves_iterator = isinstance(iterator, tf.__internal__.tracking.Trackable)
+        trackables = dict(model=model, optimizer=optimizer, global_step=global_step)
+        if self.saves_iterator:
+            trackables["iterator"] = iterator
+        self.checkpoint = tf.train.Checkpoint(**trackables)
+        self._global_step = global_step
+        self._is_chief = strategy.extended.should_checkpoint
+        write_directory = directory
+        if not self._is_chief:
+            task_id = strategy.cluster_resolver.task_id
+            write_directory = os.path.join(directory, f".worker_{task_id}_scratch")
+        self._write_directory = write_directory
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, write_directory, max_to_keep=max_to_keep,
+            step_counter=global_step, checkpoint_name=_CHECKPOINT_NAME,
+        )
+
+    @property
+    def latest(self) -> str | None:
+        """Path prefix of the newest checkpoint in `directory` (None if there is none)."""
+        candidates = self._candidates()
+        return candidates[0] if candidates else None
+
+    def save(self) -> str | None:
+        """Writes `ckpt-<global_step>`; returns its path on the chief (None on other workers)."""
+        path = self.manager.save(checkpoint_number=int(self._global_step.numpy()))
+        if not self._is_chief:
+            tf.io.gfile.rmtree(self._write_directory)
+            return None
+        logging.info("Saved checkpoint %s.", path)
+        return path
+
+    def restore(self) -> int:
+        """Restores the newest readable checkpoint in `directory`; returns its step (0 if none).
+
+        Raises:
+            ValueError: a checkpoint was read but does not match the model or optimizer (e.g.
+                written for another config), naming the checkpoint.
+        """
+        for path in self._candidates():
+            try:
+                status = self.checkpoint.restore(path)
+                status.assert_existing_objects_matched().expect_partial()
+            except _READ_ERRORS as e:
+                logging.warning("Skipping unreadable checkpoint %s: %s", path, str(e).splitlines()[0])
+                continue
+            except AssertionError as e:
+                raise ValueError(f"Checkpoint {path} does not match this model/optimizer: {e}") from None
+            step = int(self._global_step.numpy())
+            logging.info("Resumed from %s at step %d.", path, step)
+            return step
+        return 0
+
+    def _candidates(self) -> list[str]:
+        """Checkpoint prefixes in `directory`, newest (highest step) first, complete ones only."""
+        paths = set()
+        try:
+            state = tf.train.get_checkpoint_state(self.directory)
+        except Exception as e:  # noqa: BLE001 - a damaged state file is replaced by the disk scan
+            logging.warning("Ignoring unreadable checkpoint state file in %s: %s", self.directory, e)
+            state = None
+        if state is not None:
+            paths.update(state.all_model_checkpoint_paths)
+        pattern = re.compile(rf"^{_CHECKPOINT_NAME}-(\d+)\.index$")
+        if tf.io.gfile.isdir(self.directory):
+            for name in tf.io.gfile.listdir(self.directory):
+                if pattern.match(name):
+                    paths.add(os.path.join(self.directory, name[: -len(".index")]))
+        complete = [p for p in paths if tf.io.gfile.exists(p + ".index")]
+        return sorted(complete, key=lambda p: int(p.rsplit("-", 1)[1]), reverse=True)
+
+
+def restore_model_weights(model: BertPretrainer, path: str) -> str:
+    """Initialises a pretrainer from `path`; returns which kind of checkpoint it was.
+
+    Accepts a `.keras` file of a `BertPretrainer` or `BertEncoder`, a checkpoint written by
+    `TrainingCheckpoints` (model weights only; optimizer and step start afresh), or a Google
+    TF1 BERT checkpoint (through `keras_bert_lite.checkpoints.load_google_checkpoint`; the
+    pre-training heads are loaded when present).
+
+    Raises:
+        FileNotFoundError: nothing at `path`.
+        ValueError: the checkpoint does not fit the model.
+    """
+    if path.endswith(".keras"):
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"init_checkpoint not found: {path}")
+        source = keras.saving.load_model(path)
+        target = model.encoder if isinstance(source, BertEncoder) else model
+        if len(source.weights) != len(target.weights):
+            raise ValueError(f"init_checkpoint {path} holds a different model ({source.name}) than the one trained.")
+        target.set_weights(source.get_weights())
+        return "keras"
+    from keras_bert_lite.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix
+
+    prefix = resolve_checkpoint_prefix(path)
+    names = {name for name, _ in tf.train.list_variables(prefix)}
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+        status = tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+        try:
+            status.assert_existing_objects_matched()
+        except AssertionError as e:
+            raise ValueError(f"init_checkpoint {prefix} does not match the model: {e}") from None
+        return "training checkpoint"
+    report = load_google_checkpoint(model, prefix, strict=False)
+    logging.info("Loaded Google checkpoint %s: %s", prefix, report)
+    return "google"
+
+
+def export_pretrained(model: BertPretrainer, output_dir: str, vocab_file: str | None = None) -> dict[str, str]:
+    """Saves the trained model for fine-tuning, each file written atomically.
+
+    Writes `pretrainer.keras` (encoder and heads), `encoder.keras` (the encoder alone),
+    `bert_config.json` and, when given, a copy of `vocab_file` as `vocab.txt`. The models are
+    saved as float32 copies, whatever the training precision and strategy. Call it outside
+    `strategy.scope()`, on the chief only.
+
+    Returns:
+        Name ("pretrainer", "encoder", "bert_config", "vocab") -> written path.
+    """
+    tf.io.gfile.makedirs(output_dir)
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        copy = BertPretrainer(BertEncoder(model.encoder.config), name=model.name)
+    finally:
+        keras.config.set_dtype_policy(policy)
+    copy.set_weights(model.get_weights())
+    paths = {
+        "pretrainer": os.path.join(output_dir, "pretrainer.keras"),
+        "encoder": os.path.join(output_dir, "encoder.keras"),
+        "bert_config": os.path.join(output_dir, "bert_config.json"),
+    }
+    _atomic_save(copy, paths["pretrainer"])
+    _atomic_save(copy.encoder, paths["encoder"])
+    temporary = paths["bert_config"] + ".partial"
+    copy.encoder.config.to_json_file(temporary)
+    tf.io.gfile.rename(temporary, paths["bert_config"], overwrite=True)
+    if vocab_file:
+        paths["vocab"] = os.path.join(output_dir, "vocab.txt")
+        if os.path.abspath(vocab_file) != os.path.abspath(paths["vocab"]):
+            tf.io.gfile.copy(vocab_file, paths["vocab"] + ".partial", overwrite=True)
+            tf.io.gfile.rename(paths["vocab"] + ".partial", paths["vocab"], overwrite=True)
+    logging.info("Exported %s.", ", ".join(sorted(paths.values())))
+    return paths
+
+
+def _atomic_save(model: keras.Model, path: str) -> None:
+    directory, name = os.path.split(path)
+    temporary = os.path.join(directory, f".partial-{name}")
+    model.save(temporary)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+

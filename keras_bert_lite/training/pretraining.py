@@ -1,0 +1,147 @@
+"""The pre-training driver: resume, train in loops, summaries, progress, checkpoints, NaN guard.
+
+Example:
+
+    >>> with strategy.scope():
+    ...     pretrainer = BertPretrainer(BertEncoder(BertConfig.preset("tiny")))
+    ...     optimizer = create_optimizer(1e-4, num_train_steps=10000, num_warmup_steps=1000)
+    >>> loop = PretrainingLoop(strategy, pretrainer, optimizer, global_batch_size=256)
+    >>> def dataset_fn(context, start_step):
+    ...     return pretraining_dataset("data/*.tfrecord", 256, 128, 20, input_context=context,
+    ...                                seed=start_step)
+    >>> result = run_pretraining(loop, dataset_fn, num_train_steps=10000, model_dir="out")
+    >>> result["step"]
+    10000
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from keras_bert_lite.training.checkpointing import TrainingCheckpoints, check_finite
+from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoop
+
+CHECKPOINT_SUBDIR = "checkpoints"
+SUMMARY_SUBDIR = os.path.join("summaries", "train")
+_PROGRESS_STATS = ("loss", "mlm_accuracy", "nsp_accuracy")
+# TensorBoard's scalar-plugin metadata, so scalars are written without the tensorboard package.
+_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
+    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars")
+)
+
+
+def run_pretraining(
+    loop: PretrainingLoop,
+    dataset_fn: Callable[[tf.distribute.InputContext, int], tf.data.Dataset],
+    num_train_steps: int,
+    model_dir: str,
+    steps_per_loop: int = 100,
+    save_checkpoints_steps: int = 1000,
+    keep_checkpoint_max: int = 5,
+    progress: bool = True,
+) -> dict:
+    """Trains `loop.model` to `num_train_steps`, resuming from `model_dir` if it has checkpoints.
+
+    Every `steps_per_loop` steps (one `tf.function` call) the driver checks the losses for
+    NaN/Inf, writes TensorBoard scalars (`loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,
+    `nsp_accuracy`, `learning_rate`, `gradient_norm` per step, `examples_per_second` per loop)
+    and advances the progress bar (step, loss, accuracies, examples/s, time remaining). A
+    checkpoint is written every `save_checkpoints_steps` steps and at the end; loops are cut
+    to land on those steps.
+
+    Args:
+        loop: the `PretrainingLoop` (model, optimizer and strategy).
+        dataset_fn: `dataset_fn(input_context, start_step)` returns one input pipeline's
+            dataset of `(features, labels)` batches (see `PretrainingLoop.distribute`).
+            `start_step` is the step training (re)starts from: when the strategy cannot
+            checkpoint the data iterator (more than one device), fold it into the shuffle seed
+            so a resumed run does not replay the batches of the first run.
+        num_train_steps: total optimizer steps (the learning-rate schedule's length).
+        model_dir: output folder: `checkpoints/` and `summaries/train/` are created in it.
+        steps_per_loop: optimizer steps per `tf.function` call (host round trip).
+        save_checkpoints_steps: checkpoint interval in steps.
+        keep_checkpoint_max: newest checkpoints kept.
+        progress: show the progress bar (chief only).
+
+    Returns:
+        A dict: `step` (final), `resumed_from` (0 for a fresh start), `checkpoint` (last path),
+        `seconds` (training wall time), `examples_per_second` (over the loops after the first,
+        which includes tracing; over all loops if there was one) and the last loop's mean
+        `STAT_NAMES`.
+
+    Raises:
+        NonFiniteLossError: a loss (or gradient) became NaN/Inf; names the step and the last good
+            checkpoint, which is kept.
+        ValueError: bad intervals.
+    """
+    for name, value in (("num_train_steps", num_train_steps), ("steps_per_loop", steps_per_loop),
+                        ("save_checkpoints_steps", save_checkpoints_steps),
+                        ("keep_checkpoint_max", keep_checkpoint_max)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}.")
+    strategy = loop.strategy
+    chief = strategy.extended.should_checkpoint
+    iterator = iter(loop.distribute(lambda context: dataset_fn(context, 0)))
+    checkpoints = TrainingCheckpoints(
+        os.path.join(model_dir, CHECKPOINT_SUBDIR), strategy, loop.model, loop.optimizer,
+        loop.global_step, iterator=iterator, max_to_keep=keep_checkpoint_max,
+    )
+    start = checkpoints.restore()
+    if start and not checkpoints.saves_iterator:
+        iterator = iter(loop.distribute(lambda context: dataset_fn(context, start)))
+    writer = (
+        tf.summary.create_file_writer(os.path.join(model_dir, SUMMARY_SUBDIR))
+        if chief else tf.summary.create_noop_writer()
+    )
+    bar = keras.utils.Progbar(num_train_steps, stateful_metrics=("examples/s",) + _PROGRESS_STATS) \
+        if progress and chief else None
+    if bar is not None:
+        bar.update(start)
+    step, last_checkpoint, durations, stats = start, checkpoints.latest, [], {}
+    check_gradients = not loop.loss_scaling
+    while step < num_train_steps:
+        next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
+        num_steps = min(steps_per_loop, next_save - step, num_train_steps - step)
+        began = time.perf_counter()
+        history = loop.train(iterator, num_steps)
+        durations.append((time.perf_counter() - began, num_steps))
+        check_finite(history, step + 1, last_checkpoint, check_gradients=check_gradients)
+        examples_per_second = loop.global_batch_size * num_steps / durations[-1][0]
+        _write_summaries(writer, history, step + 1, examples_per_second)
+        step += num_steps
+        stats = {name: float(np.mean(history[name])) for name in STAT_NAMES}
+        if bar is not None:
+            bar.update(step, [(name, stats[name]) for name in _PROGRESS_STATS]
+                       + [("examples/s", examples_per_second)])
+        if step % save_checkpoints_steps == 0 or step == num_train_steps:
+            last_checkpoint = checkpoints.save() or last_checkpoint
+            writer.flush()
+            logging.info(
+                "step %d/%d: loss %.4f, MLM accuracy %.4f, NSP accuracy %.4f, %.1f examples/s.",
+                step, num_train_steps, stats["loss"], stats["mlm_accuracy"], stats["nsp_accuracy"],
+                examples_per_second,
+            )
+    writer.flush()
+    steady = durations[1:] or durations
+    seconds = sum(d for d, _ in durations)
+    rate = loop.global_batch_size * sum(n for _, n in steady) / sum(d for d, _ in steady) if steady else 0.0
+    return dict(step=step, resumed_from=start, checkpoint=last_checkpoint, seconds=seconds,
+                examples_per_second=rate, **stats)
+
+
+def _write_summaries(writer, history: dict[str, np.ndarray], first_step: int, examples_per_second: float) -> None:
+    def scalar(name, value, step):
+        tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
+
+    with writer.as_default():
+        for i in range(len(history["loss"])):
+            for name in STAT_NAMES:
+                scalar(name, history[name][i], first_step + i)
+        scalar("examples_per_second", examples_per_second, first_step + len(history["loss"]) - 1)

@@ -1,0 +1,173 @@
+"""The distributed pre-training loop in one process: loss, accumulation, NaN guard, checkpoints."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.checkpoints import save_google_checkpoint
+from keras_bert_lite.models import BertEncoder, BertPretrainer, pretraining_losses
+from keras_bert_lite.training.checkpointing import (
+    NonFiniteLossError,
+    TrainingCheckpoints,
+    export_pretrained,
+    restore_model_weights,
+)
+from keras_bert_lite.training.optimization import create_optimizer
+from keras_bert_lite.training.pretraining import CHECKPOINT_SUBDIR, run_pretraining
+from keras_bert_lite.training.pretraining_loop import PretrainingLoop, global_batch_shares
+
+
+def test_global_batch_shares_add_up_to_the_batch_loss(jobs):
+    """Shares of uneven micro-batches sum to BERT's loss and Keras' accuracies on the whole batch."""
+    rng = np.random.default_rng(3)
+    _, labels = jobs.synthetic_examples(24, seed=3)
+    outputs = {"mlm_logits": rng.normal(size=(24, jobs.PREDICTIONS, jobs.VOCAB)).astype(np.float32) * 3,
+               "nsp_logits": rng.normal(size=(24, 2)).astype(np.float32)}
+    weight_total = tf.constant(labels["masked_lm_weights"].sum())
+    shares = sum(
+        global_batch_shares(*(tf.nest.map_structure(lambda t, a=a, b=b: t[a:b], (labels, outputs))),
+                            weight_total, tf.constant(24.0))
+        for a, b in ((0, 5), (5, 6), (6, 24))
+    ).numpy()
+    total, mlm, nsp = (float(x) for x in pretraining_losses(labels, outputs))
+    np.testing.assert_allclose(shares[:3], [total, mlm, nsp], rtol=1e-5)
+    mlm_accuracy = keras.metrics.SparseCategoricalAccuracy()
+    mlm_accuracy.update_state(labels["masked_lm_ids"], outputs["mlm_logits"], labels["masked_lm_weights"])
+    nsp_accuracy = keras.metrics.SparseCategoricalAccuracy()
+    nsp_accuracy.update_state(labels["next_sentence_labels"].ravel(), outputs["nsp_logits"])
+    np.testing.assert_allclose(shares[3:], [float(mlm_accuracy.result()), float(nsp_accuracy.result())], rtol=1e-5)
+
+
+def test_gradient_accumulation_equals_one_large_batch(jobs):
+    """4 micro-batches of 8 and one batch of 32 give the same updates (dropout off, clipping on)."""
+    examples = jobs.synthetic_examples(96)
+    strategy = tf.distribute.get_strategy()
+    runs = {}
+    for steps in (1, 4):
+        loop = jobs.build(strategy, 32, gradient_accumulation_steps=steps)
+        assert loop.micro_batch_size == 32 // steps
+        history = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 32))), 3)
+        runs[steps] = history, loop.model.get_weights()
+    (big, big_weights), (accumulated, accumulated_weights) = runs[1], runs[4]
+    assert big["gradient_norm"].min() > 1.0  # the clip is active
+    np.testing.assert_allclose(accumulated["loss"], big["loss"], rtol=1e-5)
+    np.testing.assert_allclose(accumulated["gradient_norm"], big["gradient_norm"], rtol=1e-4)
+    moved = max(np.abs(a - b).max() for a, b in zip(big_weights, jobs.build(strategy, 32).model.get_weights()))
+    assert moved > 1e-3
+    for a, b in zip(big_weights, accumulated_weights):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-5)
+
+
+def test_bad_batch_sizes_are_rejected(jobs):
+    with pytest.raises(ValueError, match="multiple of num_replicas"):
+        jobs.build(tf.distribute.get_strategy(), 30, gradient_accumulation_steps=4)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps"):
+        jobs.build(tf.distribute.get_strategy(), 32, gradient_accumulation_steps=0)
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(jobs, tmp_path):
+    features, labels = jobs.synthetic_examples(8 * 6)
+    labels["masked_lm_weights"][16:24] = np.nan  # the third batch of 8: step 3
+    loop = jobs.build(tf.distribute.get_strategy(), 8)
+    with pytest.raises(NonFiniteLossError, match="loss is nan at step 3") as error:
+        run_pretraining(loop, jobs.dataset_fn((features, labels), 8), num_train_steps=6, model_dir=str(tmp_path),
+                        steps_per_loop=1, save_checkpoints_steps=2, progress=False)
+    assert error.value.step == 3
+    assert error.value.last_checkpoint.endswith("ckpt-2") and "ckpt-2" in str(error.value)
+    directory = tmp_path / CHECKPOINT_SUBDIR
+    assert tf.train.latest_checkpoint(str(directory)).endswith("ckpt-2")
+    assert not list(directory.glob("ckpt-3*"))
+    fresh = jobs.build(tf.distribute.get_strategy(), 8)
+    checkpoints = TrainingCheckpoints(str(directory), fresh.strategy, fresh.model, fresh.optimizer, fresh.global_step)
+    assert checkpoints.restore() == 2
+    assert all(np.isfinite(w).all() for w in fresh.model.get_weights())
+
+
+def test_restore_skips_damaged_checkpoints(jobs, tmp_path):
+    loop = jobs.build(tf.distribute.get_strategy(), 8)
+    directory = str(tmp_path / "ckpt")
+    checkpoints = TrainingCheckpoints(directory, loop.strategy, loop.model, loop.optimizer, loop.global_step)
+    saved = {}
+    for step in (1, 2, 3):
+        loop.global_step.assign(step)
+        loop.model.encoder.embeddings.word_embeddings.assign_add(tf.ones_like(loop.model.encoder.embeddings.word_embeddings))
+        checkpoints.save()
+        saved[step] = loop.model.encoder.embeddings.word_embeddings.numpy().copy()
+    # The newest checkpoint's data is truncated and the state file is garbage.
+    data = tmp_path / "ckpt" / "ckpt-3.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:100])
+    (tmp_path / "ckpt" / "checkpoint").write_text("garbage {{{")
+    fresh = jobs.build(tf.distribute.get_strategy(), 8)
+    restored = TrainingCheckpoints(directory, fresh.strategy, fresh.model, fresh.optimizer, fresh.global_step)
+    assert restored.restore() == 2
+    np.testing.assert_array_equal(fresh.model.encoder.embeddings.word_embeddings.numpy(), saved[2])
+    # A checkpoint of another model is an error, not a silent partial restore.
+    other = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
+    with pytest.raises(ValueError, match="does not match"):
+        TrainingCheckpoints(directory, fresh.strategy, other, fresh.optimizer, fresh.global_step).restore()
+
+
+def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        loop = jobs.build(tf.distribute.get_strategy(), 8)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    vocab = tmp_path / "vocab.src"
+    vocab.write_text("[PAD]\n[UNK]\n")
+    paths = export_pretrained(loop.model, str(tmp_path / "export"), str(vocab))
+    features, _ = jobs.synthetic_examples(4)
+    encoder = keras.saving.load_model(paths["encoder"])
+    pretrainer = keras.saving.load_model(paths["pretrainer"])
+    assert isinstance(encoder, BertEncoder) and encoder.dtype_policy.name == "float32"
+    inputs = {k: v for k, v in features.items() if k != "masked_lm_positions"}
+    expected = loop.model.encoder(inputs)["sequence_output"].numpy().astype(np.float32)
+    np.testing.assert_allclose(encoder(inputs)["sequence_output"].numpy(), expected, atol=0.1)
+    np.testing.assert_allclose(pretrainer(features)["mlm_logits"].numpy(),
+                               loop.model(features)["mlm_logits"].numpy(), atol=0.2)
+    assert json.loads((tmp_path / "export" / "bert_config.json").read_text()) == jobs.tiny_config().to_dict()
+    assert (tmp_path / "export" / "vocab.txt").read_text() == "[PAD]\n[UNK]\n"
+    assert not [p for p in (tmp_path / "export").iterdir() if "partial" in p.name]
+
+
+def test_mixed_float16_trains_with_loss_scaling(jobs):
+    """mixed_float16 (the GPU setting) through a LossScaleOptimizer: close to the float32 run."""
+    examples = jobs.synthetic_examples(32)
+    strategy = tf.distribute.get_strategy()
+    reference = jobs.build(strategy, 16)
+    expected = reference.train(iter(reference.distribute(jobs.dataset_fn(examples, 16))), 2)
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        keras.utils.set_random_seed(1)
+        pretrainer = BertPretrainer(BertEncoder(jobs.tiny_config()))
+        optimizer = keras.optimizers.LossScaleOptimizer(create_optimizer(1e-2, num_train_steps=20, num_warmup_steps=2))
+        loop = PretrainingLoop(strategy, pretrainer, optimizer, 16)
+        history = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 16))), 2)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert loop.loss_scaling and pretrainer.encoder.embeddings.compute_dtype == "float16"
+    assert all(v.dtype == "float32" for v in pretrainer.trainable_variables)
+    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-2)
+    np.testing.assert_allclose(history["gradient_norm"], expected["gradient_norm"], rtol=5e-2)
+    assert int(optimizer.iterations) == 2  # no step was skipped
+
+
+def test_init_checkpoint_formats(jobs, tmp_path):
+    """restore_model_weights reads a .keras file, our training checkpoint and a Google checkpoint."""
+    loop = jobs.build(tf.distribute.get_strategy(), 8, seed=7)
+    source, expected = loop.model, loop.model.get_weights()
+    source.save(tmp_path / "model.keras")
+    loop.global_step.assign(5)
+    TrainingCheckpoints(str(tmp_path / "ckpt"), loop.strategy, source, loop.optimizer, loop.global_step).save()
+    save_google_checkpoint(source, tmp_path / "google" / "bert_model.ckpt")
+    for path, kind in ((tmp_path / "model.keras", "keras"), (tmp_path / "ckpt" / "ckpt-5", "training checkpoint"),
+                       (tmp_path / "google" / "bert_model.ckpt", "google")):
+        target = jobs.build(tf.distribute.get_strategy(), 8, seed=8).model
+        assert restore_model_weights(target, str(path)) == kind
+        for a, b in zip(target.get_weights(), expected):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(FileNotFoundError):
+        restore_model_weights(target, str(tmp_path / "missing.keras"))
