@@ -51,8 +51,13 @@ from keras_bert_lite.text import (
     build_vocab,
     load_vocabulary,
 )
-from keras_bert_lite.training.distribute import get_strategy
-from keras_bert_lite.training.optimization import create_optimizer
+from keras_bert_lite.training import (
+    PretrainingLoop,
+    create_optimizer,
+    export_pretrained,
+    get_strategy,
+    run_pretraining,
+)
 
 __version__ = "0.1.0"
 
@@ -75,6 +80,7 @@ __all__ = [
     "MaskedLMHead",
     "MaskedLMMasker",
     "NextSentenceHead",
+    "PretrainingLoop",
     "SpanHead",
     "TransformerEncoderBlock",
     "build_vocab",
@@ -82,6 +88,7 @@ __all__ = [
     "create_optimizer",
     "create_pretraining_data",
     "export_encoder",
+    "export_pretrained",
     "export_saved_model",
     "from_google_checkpoint",
     "from_hf_checkpoint",
@@ -92,6 +99,7 @@ __all__ = [
     "pretraining_dataset",
     "pretraining_losses",
     "read_documents",
+    "run_pretraining",
     "save_google_checkpoint",
     "save_hf_checkpoint",
     "span_loss",
