@@ -1,7 +1,9 @@
 """Training and inference throughput of keras_bert_lite vs KerasHub vs Hugging Face, one table.
 
 Each measurement runs in its own fresh process (so peak memory is per library and per job) on the
-same machine in the same invocation, next to a plain `tf.matmul` ceiling.
+same machine in the same invocation, next to a plain `tf.matmul` ceiling. Measurements are repeated
+`--rounds` times, interleaved, and the fastest run of each is kept, so that load from other
+processes on a shared machine hurts every row alike.
 
     python benchmarks/bert_throughput.py                      # small-like and base, all peers
     python benchmarks/bert_throughput.py --configs=small --steps=10
@@ -11,6 +13,9 @@ Work measured:
   positions (+ NSP for keras_bert_lite; KerasHub's BertMaskedLM and Hugging Face's
   BertForMaskedLM have no NSP head, a [batch, H] x [H, 2] difference) + AdamW update.
 - infer: encoder forward only, dropout off.
+Rows: `ours`/`keras_hub` run the step as a plain `tf.function`, `*_xla` with `jit_compile=True`;
+`ours_bf16` uses the `mixed_bfloat16` policy (oneDNN bf16 kernels; different numerics, so not
+counted in ours' best); `hf` is PyTorch eager.
 FLOPs are counted as: forward = 2 x (transformer-layer parameters) x tokens + attention
 4 x S^2 x H x L x B + MLM head 2 x (H^2 + H x V) x B x P; training = 3 x forward. Embedding
 look-ups are not counted. GFLOP/s = FLOPs / step time.
@@ -31,14 +36,23 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import tqdm  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("configs", ["small", "base"], "Configs: small (L4 H256 A4 I1024, batch 32) and base (batch 8).")
 flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
-flags.DEFINE_list("libraries", ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf"], "Peers to measure.")
+flags.DEFINE_list(
+    "libraries", ["ours", "ours_xla", "ours_bf16", "keras_hub", "keras_hub_xla", "hf"],
+    "Rows to measure. Suffix _xla: train/infer steps compiled with jit_compile=True; ours_bf16: "
+    "Keras mixed_bfloat16 policy (changes numerics, so it is reported but not counted as ours' best).",
+)
 flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
+flags.DEFINE_integer(
+    "rounds", 2, "Each measurement is repeated this many times, rounds interleaved across rows, "
+    "and the fastest kept (the machine may be shared)."
+)
 flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
@@ -83,11 +97,13 @@ def _time(step, steps: int, warmup: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def tf_step(library: str, config: str, mode: str, xla: bool):
+def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False):
     """Returns a no-argument callable running one step with TensorFlow (ours or KerasHub)."""
     import keras
     import tensorflow as tf
 
+    if bf16:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     layers, hidden, heads, intermediate, _ = CONFIGS[config]
     data = random_batch(config)
     if library == "ours":
@@ -196,7 +212,9 @@ def run_worker(spec: str) -> dict:
     if library == "hf":
         step = torch_step(config, mode)
     else:
-        step = tf_step(library.removesuffix("_xla"), config, mode, xla=library.endswith("_xla"))
+        name, _, variant = library.partition("_")
+        name = "keras_hub" if library.startswith("keras_hub") else name
+        step = tf_step(name, config, mode, xla=library.endswith("_xla"), bf16=variant == "bf16")
     seconds = _time(step, FLAGS.steps, FLAGS.warmup)
     batch = CONFIGS[config][4]
     return {
@@ -214,21 +232,40 @@ def measure(spec: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def best_of(results: list[dict]) -> dict:
+    """The fastest of repeated measurements (the peak memory of that same run)."""
+    good = [r for r in results if "error" not in r]
+    return max(good, key=lambda r: r["gflops"]) if good else results[-1]
+
+
 def main(argv):
     del argv
     if FLAGS.worker:
         print(json.dumps(run_worker(FLAGS.worker)))
         return
-    ceiling = measure("matmul:-:-")
+    specs = ["matmul:-:-"] + [
+        f"{lib}:{config}:{mode}" for config in FLAGS.configs for mode in FLAGS.modes for lib in FLAGS.libraries
+    ]
+    runs = {spec: [] for spec in specs}
+    progress = tqdm.tqdm(total=FLAGS.rounds * len(specs), desc="measurements", file=sys.stderr)
+    for _ in range(FLAGS.rounds):
+        for spec in specs:
+            runs[spec].append(measure(spec))
+            progress.update()
+    progress.close()
+    ceiling = best_of(runs["matmul:-:-"])
     print(f"tf.matmul ceiling: {ceiling.get('gflops', float('nan')):.1f} GFLOP/s "
-          f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs)\n")
+          f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs, "
+          f"best of {FLAGS.rounds} rounds; load average {os.getloadavg()[0]:.1f})\n")
     header = f"{'config':6} {'job':5} {'library':14} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'peak MB':>8}  ratio ours_best/this"
     print(header)
     print("-" * len(header))
     for config in FLAGS.configs:
         for mode in FLAGS.modes:
-            rows = {lib: measure(f"{lib}:{config}:{mode}") for lib in FLAGS.libraries}
-            ours = max((r.get("seq_per_s", 0) for lib, r in rows.items() if lib.startswith("ours")), default=0)
+            rows = {lib: best_of(runs[f"{lib}:{config}:{mode}"]) for lib in FLAGS.libraries}
+            ours = max(
+                (r.get("seq_per_s", 0) for lib, r in rows.items() if lib in ("ours", "ours_xla")), default=0
+            )
             for lib, r in rows.items():
                 if "error" in r:
                     print(f"{config:6} {mode:5} {lib:14} error: {r['error'][:80]}")

@@ -6,8 +6,12 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
+import importlib  # noqa: E402
 import importlib.util  # noqa: E402
 import pathlib  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import types  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -32,3 +36,42 @@ def minilm_dir() -> pathlib.Path:
 def real_vocab_file(minilm_dir) -> str:
     """The real 30,522-entry uncased WordPiece vocab.txt."""
     return str(minilm_dir / "vocab.txt")
+
+
+def _import_original_bert(name: str):
+    """Imports the original `bert.<name>` script module (bert-tensorflow 1.0.4) for its Python code.
+
+    The original scripts each define absl flags at import, several with the same names (--vocab_file
+    ...), so flags already defined by another original script are dropped first, and the flags are
+    marked parsed. Their `from bert import modeling` needs tf.contrib, so a placeholder stands in
+    during the import (only model code uses it).
+    """
+    from absl import flags
+
+    full_name = f"bert.{name}"
+    if full_name in sys.modules:
+        return sys.modules[full_name]
+    source = pathlib.Path(importlib.util.find_spec(full_name).origin).read_text()
+    for flag in re.findall(r'DEFINE_\w+\(\s*"(\w+)"', source):
+        if flag in flags.FLAGS:
+            delattr(flags.FLAGS, flag)
+    placeholder = None
+    if "bert.modeling" not in sys.modules:
+        placeholder = sys.modules["bert.modeling"] = types.ModuleType("bert.modeling")
+    try:
+        module = importlib.import_module(full_name)
+    finally:
+        if placeholder is not None:
+            del sys.modules["bert.modeling"]
+            package = sys.modules["bert"]
+            if getattr(package, "modeling", None) is placeholder:
+                delattr(package, "modeling")
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    return module
+
+
+@pytest.fixture(scope="session")
+def import_original_bert():
+    """A function importing an original BERT script module by name, e.g. "run_squad"."""
+    return _import_original_bert

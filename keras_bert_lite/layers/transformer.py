@@ -113,23 +113,25 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         self.built = True
 
-    def _split_heads(self, x):
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+    def _split_heads(self, x, batch, seq):
+        """[batch, seq, H] -> [batch, heads, seq, head_size]."""
+        x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
 
     def _self_attention(self, x, attention_mask, training):
-        q = self._split_heads(self.query(x))
-        k = self._split_heads(self.key(x))
-        v = self._split_heads(self.value(x))
-        scores = ops.einsum("bqhd,bkhd->bhqk", q, k) * (1.0 / math.sqrt(self.head_size))
-        scores = ops.cast(scores, "float32")
+        # Batched matmuls over [batch, heads, seq, head_size]; the 1/sqrt(d) scale goes on the
+        # queries ([seq, H] work) rather than on the scores ([heads, seq, seq]).
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        q = self._split_heads(self.query(x) * (1.0 / math.sqrt(self.head_size)), batch, seq)
+        k = self._split_heads(self.key(x), batch, seq)
+        v = self._split_heads(self.value(x), batch, seq)
+        scores = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
         if attention_mask is not None:
             keep = ops.cast(attention_mask, "float32")[:, None, None, :]
             scores = scores + (1.0 - keep) * _MASK_BIAS
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
-        context = ops.einsum("bhqk,bkhd->bqhd", probs, v)
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
         return ops.reshape(context, (batch, seq, self.num_heads * self.head_size))
 
     def call(self, x, attention_mask=None, training=None):

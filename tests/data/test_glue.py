@@ -1,11 +1,6 @@
 """GLUE TSV reading (checked against the original BERT processors), datasets, bad input, metrics."""
 
-import importlib
-import importlib.util
 import pathlib
-import re
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -28,38 +23,9 @@ from keras_bert_lite.data.glue import (
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "glue"
 
 
-def original_bert_script(name: str):
-    """Imports the original `bert.<name>` (run_classifier / run_squad) for its data code.
-
-    Its `from bert import modeling` needs tf.contrib, so a placeholder stands in during the import
-    (only model code uses it). Absl flags it defines that another original script already defined
-    (both define --vocab_file etc.) are dropped first.
-    """
-    from absl import flags
-
-    full_name = f"bert.{name}"
-    if full_name in sys.modules:
-        return sys.modules[full_name]
-    source = pathlib.Path(importlib.util.find_spec(full_name).origin).read_text()
-    for flag in re.findall(r'DEFINE_\w+\(\s*"(\w+)"', source):
-        if flag in flags.FLAGS:
-            delattr(flags.FLAGS, flag)
-    placeholder = None
-    if "bert.modeling" not in sys.modules:
-        placeholder = sys.modules["bert.modeling"] = types.ModuleType("bert.modeling")
-    try:
-        return importlib.import_module(full_name)
-    finally:
-        if placeholder is not None:
-            del sys.modules["bert.modeling"]
-            package = sys.modules["bert"]
-            if getattr(package, "modeling", None) is placeholder:
-                delattr(package, "modeling")
-
-
 @pytest.fixture(scope="module")
-def original():
-    return original_bert_script("run_classifier")
+def original(import_original_bert):
+    return import_original_bert("run_classifier")
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,8 @@
 `run_squad.py`, the official EM/F1 against hand-computed values, and bad input."""
 
 import collections
-import importlib
-import importlib.util
 import json
 import pathlib
-import re
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -31,43 +26,9 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "squad"
 WINDOW = dict(max_seq_length=48, doc_stride=16, max_query_length=16)
 
 
-def original_bert_script(name: str):
-    """Imports the original `bert.<name>` (run_classifier / run_squad) for its data code.
-
-    Its `from bert import modeling` needs tf.contrib, so a placeholder stands in during the import
-    (only model code uses it). Absl flags it defines that another original script already defined
-    (both define --vocab_file etc.) are dropped first.
-    """
-    from absl import flags
-
-    full_name = f"bert.{name}"
-    if full_name in sys.modules:
-        return sys.modules[full_name]
-    source = pathlib.Path(importlib.util.find_spec(full_name).origin).read_text()
-    for flag in re.findall(r'DEFINE_\w+\(\s*"(\w+)"', source):
-        if flag in flags.FLAGS:
-            delattr(flags.FLAGS, flag)
-    placeholder = None
-    if "bert.modeling" not in sys.modules:
-        placeholder = sys.modules["bert.modeling"] = types.ModuleType("bert.modeling")
-    try:
-        return importlib.import_module(full_name)
-    finally:
-        if placeholder is not None:
-            del sys.modules["bert.modeling"]
-            package = sys.modules["bert"]
-            if getattr(package, "modeling", None) is placeholder:
-                delattr(package, "modeling")
-
-
 @pytest.fixture(scope="module")
-def original():
-    from absl import flags
-
-    module = original_bert_script("run_squad")
-    if not flags.FLAGS.is_parsed():
-        flags.FLAGS.mark_as_parsed()
-    return module
+def original(import_original_bert):
+    return import_original_bert("run_squad")
 
 
 @pytest.fixture(scope="module")

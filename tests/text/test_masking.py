@@ -6,7 +6,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
 from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
 from keras_bert_lite.text.tokenizer import BertTokenizer
@@ -73,9 +72,8 @@ def test_masking_statistics_on_a_large_batch(real_batch):
     assert np.all((replaced >= 0) & (replaced < tokenizer.vocab_size))
 
 
-def test_prediction_counts_match_original_create_masked_lm_predictions(real_batch):
-    flags.FLAGS.is_parsed() or flags.FLAGS.mark_as_parsed()
-    from bert import create_pretraining_data
+def test_prediction_counts_match_original_create_masked_lm_predictions(real_batch, import_original_bert):
+    create_pretraining_data = import_original_bert("create_pretraining_data")
 
     tokenizer, ids = real_batch
     ids = ids[:512]
