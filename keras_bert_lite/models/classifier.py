@@ -6,10 +6,11 @@ import keras
 
 from keras_bert_lite.layers import ClassificationHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+from keras_bert_lite.models.task_model import EncoderTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertClassifier(keras.Model):
+class BertClassifier(EncoderTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
 
     Args:
@@ -34,6 +35,8 @@ class BertClassifier(keras.Model):
         >>> clf.fit(dataset, epochs=3)  # dataset yields (features, int labels [batch])
     """
 
+    CONFIG_ARGS = ("num_classes", "dropout_rate")
+
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"BertClassifier: num_classes must be a positive integer, got {num_classes!r}.")
@@ -48,18 +51,3 @@ class BertClassifier(keras.Model):
         self.classifier = classifier
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
-
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_classes": self.num_classes,
-            "dropout_rate": self.dropout_rate,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

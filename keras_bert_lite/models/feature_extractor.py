@@ -8,12 +8,13 @@ import keras
 from keras import ops
 
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+from keras_bert_lite.models.task_model import EncoderTaskModel
 
 COMBINE_MODES = ("concat", "sum", "mean")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertFeatureExtractor(keras.Model):
+class BertFeatureExtractor(EncoderTaskModel):
     """Contextual token features from a few encoder layers, combined per position.
 
     The paper's feature-based NER experiment found the concatenation of the last four layers
@@ -38,6 +39,8 @@ class BertFeatureExtractor(keras.Model):
         >>> extractor(features).shape  # features from a BertPreprocessor
         TensorShape([batch, seq, 256])
     """
+
+    CONFIG_ARGS = ("layer_indices", "combine")
 
     def __init__(
         self,
@@ -71,18 +74,3 @@ class BertFeatureExtractor(keras.Model):
         self.encoder = encoder
         self.layer_indices = tuple(layer_indices)
         self.combine = combine
-
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "layer_indices": list(self.layer_indices),
-            "combine": self.combine,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

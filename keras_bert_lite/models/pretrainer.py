@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_bert_lite.layers import MaskedLMHead, NextSentenceHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+from keras_bert_lite.models.task_model import EncoderTaskModel
 
 
 def pretraining_losses(labels: dict, outputs: dict) -> tuple:
@@ -41,7 +42,7 @@ def _num_replicas() -> int:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertPretrainer(keras.Model):
+class BertPretrainer(EncoderTaskModel):
     """A `BertEncoder` with BERT's pre-training heads, trainable with `compile()` + `fit()`.
 
     Inputs (a dict): the encoder's three int32 [batch, seq] inputs plus
@@ -106,16 +107,3 @@ class BertPretrainer(keras.Model):
         )
         self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
         return self.get_metrics_result()
-
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_bert_lite.layers import SpanHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+from keras_bert_lite.models.task_model import EncoderTaskModel
 
 
 def span_loss(labels: dict, outputs: dict):
@@ -35,7 +36,7 @@ def span_loss(labels: dict, outputs: dict):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(EncoderTaskModel):
     """A `BertEncoder` with BERT's span head: a start and an end logit per position.
 
     Args:
@@ -82,16 +83,3 @@ class BertSpanLabeler(keras.Model):
         for side, metric in (("start", self.start_accuracy), ("end", self.end_accuracy)):
             metric.update_state(ops.reshape(y[f"{side}_positions"], (-1,)), y_pred[f"{side}_logits"])
         return self.get_metrics_result()
-
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

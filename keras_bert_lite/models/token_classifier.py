@@ -6,10 +6,11 @@ import keras
 
 from keras_bert_lite.layers import ClassificationHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+from keras_bert_lite.models.task_model import EncoderTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(EncoderTaskModel):
     """A `BertEncoder` with dropout and a dense layer on every position of the last layer.
 
     As in the paper's NER experiment, a word is labelled by the logits at its first word
@@ -38,6 +39,8 @@ class BertTokenClassifier(keras.Model):
         >>> tagger.fit(dataset)  # dataset yields (features, labels, sample_weights)
     """
 
+    CONFIG_ARGS = ("num_classes", "dropout_rate")
+
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(
@@ -54,18 +57,3 @@ class BertTokenClassifier(keras.Model):
         self.classifier = classifier
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
-
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_classes": self.num_classes,
-            "dropout_rate": self.dropout_rate,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
