@@ -47,6 +47,18 @@ GOOGLE_KEYS = (
 )
 
 
+def read_json_file(path: str | os.PathLike, description: str) -> Any:
+    """Parses a JSON file; a missing file or bad JSON is an error naming `description`, the path
+    and the line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{description} not found: {path}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
     """Hyper-parameters of a BERT encoder, named as in Google's `bert_config.json`.
@@ -148,13 +160,7 @@ class BertConfig:
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
         """Reads Google's `bert_config.json` (extra keys such as `directionality` are ignored)."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"BERT config file not found: {path}") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+        values = read_json_file(path, "BERT config file")
         known = {f.name for f in dataclasses.fields(cls)}
         missing = [k for k in GOOGLE_KEYS if k not in values]
         if missing:

@@ -26,7 +26,7 @@ import safetensors.numpy
 from keras_bert_lite.checkpoints.mapping import HF_HEAD_PREFIXES, weight_specs
 from keras_bert_lite.checkpoints.release import build_model, make_preprocessor
 from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
-from keras_bert_lite.config import BertConfig
+from keras_bert_lite.config import BertConfig, read_json_file
 from keras_bert_lite.models import BertPretrainer
 
 CONFIG_NAME = "config.json"
@@ -106,14 +106,7 @@ def hf_config_from_bert(config: BertConfig, architecture: str = "BertModel") -> 
 def read_hf_config(directory: str | os.PathLike) -> BertConfig:
     """Reads `directory/config.json` as a `BertConfig` (see `bert_config_from_hf`)."""
     path = os.path.join(os.fspath(directory), CONFIG_NAME)
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"Hugging Face config not found: {path}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
-    return bert_config_from_hf(values, source=path)
+    return bert_config_from_hf(read_json_file(path, "Hugging Face config"), source=path)
 
 
 def _read_safetensors(path: str) -> dict[str, np.ndarray]:
@@ -258,11 +251,7 @@ def _lower_case_from_tokenizer_config(directory: str) -> bool:
     path = os.path.join(directory, "tokenizer_config.json")
     if not os.path.isfile(path):
         return True
-    try:
-        with open(path, encoding="utf-8") as f:
-            return bool(json.load(f).get("do_lower_case", True))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+    return bool(read_json_file(path, "Tokenizer config").get("do_lower_case", True))
 
 
 def from_hf_checkpoint(
