@@ -14,8 +14,13 @@ Work measured:
   BertForMaskedLM have no NSP head, a [batch, H] x [H, 2] difference) + AdamW update.
 - infer: encoder forward only, dropout off.
 Rows: `ours`/`keras_hub` run the step as a plain `tf.function`, `*_xla` with `jit_compile=True`;
-`ours_bf16` uses the `mixed_bfloat16` policy (oneDNN bf16 kernels; different numerics, so not
-counted in ours' best); `hf` is PyTorch eager.
+`*_bf16` rows use bfloat16 matmuls (Keras' `mixed_bfloat16` policy, oneDNN bf16 kernels; for
+Hugging Face `torch.autocast("cpu", torch.bfloat16)`); `hf` is PyTorch eager. The ratio column
+compares ours' best of the same precision (float32: `ours`, `ours_xla`; bf16: `ours_bf16`) with
+each row.
+Memory: `peak MB` is the process's maximum resident set; `work MB` is that minus the resident set
+right after importing the framework and the library (TensorFlow alone is ~540 MB resident here,
+torch + transformers ~240 MB): the memory the work itself needs.
 FLOPs are counted as: forward = 2 x (transformer-layer parameters) x tokens + attention
 4 x S^2 x H x L x B + MLM head 2 x (H^2 + H x V) x B x P; training = 3 x forward. Embedding
 look-ups are not counted. GFLOP/s = FLOPs / step time.
@@ -43,9 +48,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_list("configs", ["small", "base"], "Configs: small (L4 H256 A4 I1024, batch 32) and base (batch 8).")
 flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
 flags.DEFINE_list(
-    "libraries", ["ours", "ours_xla", "ours_bf16", "keras_hub", "keras_hub_xla", "hf"],
-    "Rows to measure. Suffix _xla: train/infer steps compiled with jit_compile=True; ours_bf16: "
-    "Keras mixed_bfloat16 policy (changes numerics, so it is reported but not counted as ours' best).",
+    "libraries", ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "ours_bf16", "keras_hub_bf16", "hf_bf16"],
+    "Rows to measure. Suffix _xla: steps compiled with jit_compile=True; _bf16: bfloat16 matmuls "
+    "(Keras mixed_bfloat16 policy / torch.autocast), compared only with bf16 rows.",
 )
 flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
@@ -155,7 +160,7 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
     return lambda: train_step().numpy()
 
 
-def torch_step(config: str, mode: str):
+def torch_step(config: str, mode: str, bf16: bool = False):
     """Returns a no-argument callable running one step of Hugging Face BertForMaskedLM on torch."""
     import torch
     import transformers
@@ -172,7 +177,7 @@ def torch_step(config: str, mode: str):
         model.eval()
 
         def infer():
-            with torch.inference_mode():
+            with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
                 model.bert(input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"])
 
         return infer
@@ -180,11 +185,12 @@ def torch_step(config: str, mode: str):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
 
     def train():
-        hidden_states = model.bert(
-            input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"]
-        ).last_hidden_state
-        index = data["positions"][..., None].expand(-1, -1, hidden_states.shape[-1])
-        logits = model.cls(torch.gather(hidden_states, 1, index))
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            hidden_states = model.bert(
+                input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"]
+            ).last_hidden_state
+            index = data["positions"][..., None].expand(-1, -1, hidden_states.shape[-1])
+            logits = model.cls(torch.gather(hidden_states, 1, index)).float()
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), data["labels"].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -205,22 +211,47 @@ def matmul_ceiling() -> float:
     return 2 * 4096 * 768 * 3072 / seconds / 1e9
 
 
+def _resident_mb() -> float:
+    """The current resident set of this process, in MB."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _import_library(library: str) -> None:
+    """Imports the framework and the library a row needs (so `work MB` excludes them)."""
+    if library.startswith("hf"):
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    else:
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+
+        if library.startswith("ours"):
+            import keras_bert_lite  # noqa: F401
+        else:
+            import keras_hub  # noqa: F401
+
+
 def run_worker(spec: str) -> dict:
     library, config, mode = spec.split(":")
     if library == "matmul":
         return {"gflops": matmul_ceiling(), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    if library == "hf":
-        step = torch_step(config, mode)
+    _import_library(library)
+    imported_mb = _resident_mb()
+    bf16 = library.endswith("_bf16")
+    if library.startswith("hf"):
+        step = torch_step(config, mode, bf16=bf16)
     else:
-        name, _, variant = library.partition("_")
-        name = "keras_hub" if library.startswith("keras_hub") else name
-        step = tf_step(name, config, mode, xla=library.endswith("_xla"), bf16=variant == "bf16")
+        name = "keras_hub" if library.startswith("keras_hub") else "ours"
+        step = tf_step(name, config, mode, xla=library.endswith("_xla"), bf16=bf16)
     seconds = _time(step, FLAGS.steps, FLAGS.warmup)
     batch = CONFIGS[config][4]
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "seq_per_s": batch / seconds,
         "gflops": flops_per_step(config, mode) / seconds / 1e9,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mb": peak_mb,
+        "work_mb": peak_mb - imported_mb,
     }
 
 
@@ -257,25 +288,27 @@ def main(argv):
     print(f"tf.matmul ceiling: {ceiling.get('gflops', float('nan')):.1f} GFLOP/s "
           f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs, "
           f"best of {FLAGS.rounds} rounds; load average {os.getloadavg()[0]:.1f})\n")
-    header = f"{'config':6} {'job':5} {'library':14} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'peak MB':>8}  ratio ours_best/this"
+    header = (f"{'config':6} {'job':5} {'library':15} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'peak MB':>8} "
+              f"{'work MB':>8}  ours/this (same precision)")
     print(header)
     print("-" * len(header))
     for config in FLAGS.configs:
         for mode in FLAGS.modes:
             rows = {lib: best_of(runs[f"{lib}:{config}:{mode}"]) for lib in FLAGS.libraries}
-            ours = max(
-                (r.get("seq_per_s", 0) for lib, r in rows.items() if lib in ("ours", "ours_xla")), default=0
-            )
+            ours = {  # ours' best per precision
+                precision: max((r.get("seq_per_s", 0) for lib, r in rows.items() if lib in libs), default=0)
+                for precision, libs in (("float32", ("ours", "ours_xla")), ("bf16", ("ours_bf16",)))
+            }
             for lib, r in rows.items():
                 if "error" in r:
-                    print(f"{config:6} {mode:5} {lib:14} error: {r['error'][:80]}")
+                    print(f"{config:6} {mode:5} {lib:15} error: {r['error'][:80]}")
                     continue
                 pct = 100 * r["gflops"] / ceiling["gflops"] if "gflops" in ceiling else float("nan")
-                ratio = ours / r["seq_per_s"] if r["seq_per_s"] else float("nan")
-                print(f"{config:6} {mode:5} {lib:14} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% "
-                      f"{r['peak_mb']:8.0f}  {ratio:.2f}x")
+                best = ours["bf16" if lib.endswith("_bf16") else "float32"]
+                ratio = f"{best / r['seq_per_s']:.2f}x" if best else "-"
+                print(f"{config:6} {mode:5} {lib:15} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% "
+                      f"{r['peak_mb']:8.0f} {r['work_mb']:8.0f}  {ratio}")
             sys.stdout.flush()
-
 
 if __name__ == "__main__":
     app.run(main)

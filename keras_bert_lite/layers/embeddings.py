@@ -5,6 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_bert_lite.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertEmbeddings(keras.layers.Layer):
@@ -62,7 +64,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
         )
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = Dropout(dropout_rate)
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.layers.dropout import Dropout
 from keras_bert_lite.layers.embeddings import BertEmbeddings
 
 
@@ -164,7 +165,7 @@ class ClassificationHead(keras.layers.Layer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = Dropout(dropout_rate)
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=_initializer(initializer_range), name="dense"
         )

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_lite.layers import (
     BertEmbeddings,
@@ -11,6 +12,7 @@ from keras_bert_lite.layers import (
     SpanHead,
     TransformerEncoderBlock,
 )
+from keras_bert_lite.layers.dropout import Dropout
 
 B, S, H, V = 2, 6, 16, 50
 
@@ -89,6 +91,62 @@ def test_attention_mask_hides_padding_keys():
     changed = x.copy()
     changed[:, 3:] += 10.0  # only masked positions change
     np.testing.assert_allclose(block(x, mask)[:, :3], block(changed, mask)[:, :3], atol=1e-6)
+
+
+def _numpy_block(block, x, mask):
+    """BERT's encoder layer written out in float64 numpy from the block's own weights."""
+
+    def dense(layer, v):
+        return v @ np.asarray(layer.kernel, "float64") + np.asarray(layer.bias, "float64")
+
+    def layer_norm(layer, v):
+        mean, var = v.mean(-1, keepdims=True), v.var(-1, keepdims=True)
+        return (v - mean) / np.sqrt(var + layer.epsilon) * np.asarray(layer.gamma) + np.asarray(layer.beta)
+
+    def heads(v):  # [B, S, H] -> [B, A, S, d]
+        return v.reshape(v.shape[0], v.shape[1], block.num_heads, -1).transpose(0, 2, 1, 3)
+
+    q, k, v = (heads(dense(layer, x)) for layer in (block.query, block.key, block.value))
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1]) + (1.0 - mask[:, None, None, :]) * -10000.0
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = (probs @ v).transpose(0, 2, 1, 3).reshape(x.shape)
+    x = layer_norm(block.attention_layer_norm, x + dense(block.attention_output, context))
+    inner = dense(block.intermediate, x)  # pre-activation
+    gelu = 0.5 * inner * (1 + np.tanh(np.sqrt(2 / np.pi) * (inner + 0.044715 * inner**3)))
+    return layer_norm(block.output_layer_norm, x + dense(block.output_dense, gelu))
+
+
+def test_encoder_block_matches_a_numpy_transcription_of_bert_attention():
+    # Random non-zero biases and larger kernels so that attention is far from uniform.
+    keras.utils.set_random_seed(1)
+    block = TransformerEncoderBlock(4, 32, dropout_rate=0.0, attention_dropout_rate=0.0)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(B, S, H)).astype("float32")
+    block(x)
+    for weight in block.weights:
+        weight.assign(rng.normal(scale=0.5, size=weight.shape).astype("float32"))
+    mask = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    expected = _numpy_block(block, x.astype("float64"), mask)
+    # Tolerance: float32 against float64 through LayerNorm of O(1) activations.
+    np.testing.assert_allclose(np.asarray(block(x, mask)), expected, atol=2e-5)
+
+
+def test_dropout_drops_at_its_rate_and_rescales_only_in_training():
+    x = np.ones((64, 1000), "float32")
+    layer = Dropout(0.1, seed=3)
+    y = np.asarray(layer(x, training=True))
+    assert set(np.unique(y)) == {0.0, np.float32(1 / 0.9)}
+    assert abs((y == 0).mean() - 0.1) < 0.005  # 64,000 draws: std 0.0012
+    np.testing.assert_array_equal(layer(x, training=False), x)
+    assert np.any(np.asarray(layer(x, training=True)) != y)  # a new mask per call
+
+
+def test_dropout_under_xla_keeps_its_rate():
+    layer = Dropout(0.25, seed=3)
+    y = np.asarray(tf.function(lambda v: layer(v, training=True), jit_compile=True)(np.ones((64, 1000), "float32")))
+    assert abs((y == 0).mean() - 0.25) < 0.01
+    assert Dropout.from_config(layer.get_config()).get_config() == layer.get_config()
 
 
 def test_block_rejects_indivisible_heads():
