@@ -92,7 +92,7 @@ flags.DEFINE_enum("mixed_precision", "auto", ["auto", "float32", "mixed_float16"
                   "Compute dtype; auto: mixed_bfloat16 on TPU, mixed_float16 (with loss scaling) on GPU, "
                   "float32 on CPU. LayerNorm and softmax stay float32.")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "XLA for the training step; auto: on for GPUs "
-                  "(TPUs always compile), off on CPUs, where it is slower (benchmarks/pretraining.py).")
+                  "(TPUs always compile), off on CPUs, where it measured no faster (benchmarks/).")
 flags.DEFINE_integer("steps_per_loop", 50, "Steps per tf.function call (one host round trip; 1000 on TPUs).")
 # Output.
 flags.DEFINE_string("output_dir", "output/pretrain", "Everything is written here; rerun to resume.")

@@ -26,7 +26,6 @@ import string
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_bert_lite.data.bad_input import BadRecords
 
@@ -57,6 +56,8 @@ def tokenize_with_offsets(tokenizer, strings: tf.Tensor) -> tuple[tf.RaggedTenso
         (ids int32, starts int64, ends int64), each ragged [batch, (pieces)]; `starts`/`ends` are
         UTF-8 byte offsets into the original strings (end exclusive).
     """
+    import tensorflow_text as tf_text  # loaded on use (~120 MB resident)
+
     words, starts, ends = tf_text.regex_split_with_offsets(strings, _DELIMITERS, _KEEP_DELIMITERS)
     pieces = tokenizer(words.flat_values)
     counts = pieces.row_lengths()

@@ -12,7 +12,6 @@ Example:
 from __future__ import annotations
 
 import numpy as np
-import tensorflow_datasets as tfds
 
 from keras_bert_lite.data.bad_input import BadRecords
 from keras_bert_lite.data.glue import ClassificationData, GlueTask, get_glue_task
@@ -58,6 +57,8 @@ def load_glue_from_tfds(task: GlueTask | str, split: str, data_dir: str | None =
         `ClassificationData` with our label ids (TFDS ids are remapped by label name where they
         differ, as for MNLI); labels None for test splits (TFDS marks them -1).
     """
+    import tensorflow_datasets as tfds  # imported on use: it is slow and large to load
+
     task = get_glue_task(task) if isinstance(task, str) else task
     name = "glue/mnli" if task.name.startswith("mnli") else f"glue/{task.name}"
     dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
@@ -91,6 +92,8 @@ def load_squad_from_tfds(
 
     Bad records are reported as `tfds:<name>/<split>` with the question id.
     """
+    import tensorflow_datasets as tfds  # imported on use: it is slow and large to load
+
     dataset = tfds.load(name, split=split, data_dir=data_dir)
     bad = BadRecords(f"tfds:{name}/{split}", on_error)
     examples = []
@@ -118,6 +121,8 @@ def load_conll_from_tfds(
 
     A record whose `tokens` and `ner` lengths differ is reported (record number as the line).
     """
+    import tensorflow_datasets as tfds  # imported on use: it is slow and large to load
+
     dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
     tags = list(info.features["ner"].feature.names)
     bad = BadRecords(f"tfds:{name}/{split}", on_error)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-_TRIMMERS = {
-    "round_robin": tf_text.RoundRobinTrimmer,
-    "waterfall": tf_text.WaterfallTrimmer,
-}
+# tensorflow_text (~120 MB resident) is imported where it is used, so that training from
+# TFRecords does not load it. Truncator name -> tensorflow_text trimmer class name.
+_TRIMMERS = {"round_robin": "RoundRobinTrimmer", "waterfall": "WaterfallTrimmer"}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -81,6 +79,8 @@ class BertPackInputs(keras.layers.Layer):
         self.truncator = truncator
 
     def call(self, segments):
+        import tensorflow_text as tf_text
+
         if isinstance(segments, dict):
             raise TypeError("BertPackInputs takes a RaggedTensor or a list of them, not a dict.")
         if not isinstance(segments, (list, tuple)):
@@ -99,7 +99,7 @@ class BertPackInputs(keras.layers.Layer):
             trimmed = [segments[0][:, :budget]]  # what either truncator does to one segment
         else:
             segments = _check_same_batch_size(segments)
-            trimmed = _TRIMMERS[self.truncator](budget).trim(segments)
+            trimmed = getattr(tf_text, _TRIMMERS[self.truncator])(budget).trim(segments)
         word_ids, type_ids = tf_text.combine_segments(
             trimmed, self.start_of_sequence_id, self.end_of_segment_id
         )

@@ -21,7 +21,9 @@ from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
+
+# tensorflow_text (~120 MB resident) is imported in the functions that use it, so that
+# `import keras_bert_lite` (e.g. for training from TFRecords) does not load it.
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SUFFIX_INDICATOR = "##"
@@ -103,6 +105,8 @@ def normalize_text(strings: tf.Tensor, lower_case: bool) -> tf.Tensor:
     )
     strings = tf.strings.regex_replace(strings, _REMOVED_CHARS, "")
     if lower_case:
+        import tensorflow_text as tf_text
+
         strings = tf.strings.lower(strings, encoding="utf-8")
         strings = tf_text.normalize_utf8(strings, "NFD")
         strings = tf.strings.regex_replace(strings, _COMBINING_MARKS, "")
@@ -244,6 +248,8 @@ class BertTokenizer(keras.layers.Layer):
 
     @staticmethod
     def _build_wordpiece(tokens, max_bytes_per_word):
+        import tensorflow_text as tf_text
+
         return tf_text.FastWordpieceTokenizer(
             vocab=list(tokens),
             suffix_indicator=SUFFIX_INDICATOR,

@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
-from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as vocab_learner
 
 from keras_bert_lite.text.tokenizer import SPECIAL_TOKENS, normalize_text
 
 _BATCH_SIZE = 1024
 _BLANK = r"[\s\p{Z}]*"
+
+
+def _vocab_learner():
+    """tensorflow_text's WordPiece vocabulary learner, imported on use (~120 MB resident)."""
+    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+
+    return bert_vocab_from_dataset
 
 
 def build_vocab(
@@ -72,7 +78,7 @@ def build_vocab(
     )
     if next(iter(texts.take(1)), None) is None:
         raise ValueError("The corpus is empty: it contains no words to learn a vocabulary from.")
-    vocab = vocab_learner.bert_vocab_from_dataset(
+    vocab = _vocab_learner().bert_vocab_from_dataset(
         texts.batch(_BATCH_SIZE).prefetch(tf.data.AUTOTUNE),
         vocab_size=vocab_size,
         reserved_tokens=reserved_tokens,

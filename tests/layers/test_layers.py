@@ -142,6 +142,13 @@ def test_dropout_drops_at_its_rate_and_rescales_only_in_training():
     assert np.any(np.asarray(layer(x, training=True)) != y)  # a new mask per call
 
 
+def test_dropout_keeps_its_exact_rate_on_bfloat16_activations():
+    # Keras' own dropout draws bfloat16 uniforms (7 random bits) and drops 13/128 = 0.1016.
+    y = np.asarray(keras.ops.cast(Dropout(0.1, seed=5)(keras.ops.ones((4000, 1000), "bfloat16"), training=True),
+                                  "float32"))
+    assert abs((y == 0).mean() - 0.1) < 0.0008  # 4M draws: std 0.00015
+
+
 def test_dropout_under_xla_keeps_its_rate():
     layer = Dropout(0.25, seed=3)
     y = np.asarray(tf.function(lambda v: layer(v, training=True), jit_compile=True)(np.ones((64, 1000), "float32")))
