@@ -132,6 +132,24 @@ def test_encoder_block_matches_a_numpy_transcription_of_bert_attention():
     np.testing.assert_allclose(np.asarray(block(x, mask)), expected, atol=2e-5)
 
 
+def test_training_recomputes_the_activation_with_identical_gradients():
+    # training=True recomputes the GELU in the backward pass (memory); with dropout off the
+    # gradients must equal those of the plain inference path.
+    keras.utils.set_random_seed(2)
+    block = TransformerEncoderBlock(4, 32, dropout_rate=0.0, attention_dropout_rate=0.0)
+    x = tf.constant(np.random.default_rng(2).normal(size=(B, S, H)).astype("float32"))
+    block(x)
+
+    def gradients(training):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(block(x, training=training) ** 3)
+        return tape.gradient(loss, [x, *block.trainable_weights])
+
+    for recomputed, plain in zip(gradients(True), gradients(False)):
+        np.testing.assert_allclose(recomputed, plain, rtol=1e-6, atol=1e-6)
+
+
 def test_dropout_drops_at_its_rate_and_rescales_only_in_training():
     x = np.ones((64, 1000), "float32")
     layer = Dropout(0.1, seed=3)
