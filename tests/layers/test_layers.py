@@ -58,6 +58,7 @@ def test_layer_inside_a_user_model_round_trips_through_keras_file(case, tmp_path
         ClassificationHead(5, 0.3, 0.05),
         NextSentenceHead(0.05),
         SpanHead(0.05),
+        Dropout(0.25, seed=7),
     ],
     ids=lambda layer: type(layer).__name__,
 )
@@ -171,7 +172,6 @@ def test_dropout_under_xla_keeps_its_rate():
     layer = Dropout(0.25, seed=3)
     y = np.asarray(tf.function(lambda v: layer(v, training=True), jit_compile=True)(np.ones((64, 1000), "float32")))
     assert abs((y == 0).mean() - 0.25) < 0.01
-    assert Dropout.from_config(layer.get_config()).get_config() == layer.get_config()
 
 
 def test_block_rejects_indivisible_heads():
