@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert_lite.layers.dropout import Dropout
+from keras_bert_lite.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -61,7 +62,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
         )
         self.dropout = Dropout(dropout_rate)

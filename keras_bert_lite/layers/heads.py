@@ -8,6 +8,7 @@ from keras import ops
 from keras_bert_lite.layers.activations import get_activation
 from keras_bert_lite.layers.dropout import Dropout
 from keras_bert_lite.layers.embeddings import BertEmbeddings
+from keras_bert_lite.layers.layer_norm import LayerNorm
 
 
 def _initializer(stddev: float) -> keras.initializers.Initializer:
@@ -96,7 +97,7 @@ class MaskedLMHead(keras.layers.Layer):
             kernel_initializer=_initializer(initializer_range),
             name="transform",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
         )
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.layers.compiled import compiled_with_recomputed_gradient
 from keras_bert_lite.layers.dropout import Dropout
+from keras_bert_lite.layers.layer_norm import LayerNorm
 
 # Added to the attention scores of padding keys, as in the original BERT code; exp() of it is 0 in
 # float32 and it stays finite in float16.
@@ -84,10 +85,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_dropout = Dropout(attention_dropout_rate)
         self.attention_output_dropout = Dropout(dropout_rate)
         self.output_dropout = Dropout(dropout_rate)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm"
         )
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
         )
 
@@ -106,10 +107,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_output = _dense(hidden_size, r, "attention_output")
         self.intermediate = _dense(self.intermediate_size, r, "intermediate")
         self._activation_fn = get_activation(self.activation)
-        # In training the backward pass recomputes the activation from its input rather than
-        # keeping the ~4 [tokens, I] intermediates of the tanh-GELU per layer (-11 % peak memory
-        # for the small config, same speed within noise).
-        self._recomputed_activation_fn = tf.recompute_grad(self._activation_fn)
+        # Training runs the activation and its gradient as two XLA-compiled kernels; the backward
+        # pass recomputes it from its input rather than keeping the ~4 [tokens, I] intermediates
+        # of the tanh-GELU per layer (-11 % peak memory for the small config).
+        self._training_activation_fn = compiled_with_recomputed_gradient(self._activation_fn)
         self.output_dense = _dense(hidden_size, r, "output_dense")
         hidden_shape = (None, None, hidden_size)
         for layer in (self.query, self.key, self.value, self.attention_output, self.intermediate):
@@ -158,7 +159,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention = self.attention_output_dropout(attention, training=training)
         x = ops.cast(self.attention_layer_norm(x + attention), self.compute_dtype)
         inner = self.intermediate(x)
-        inner = self._recomputed_activation_fn(inner) if training else self._activation_fn(inner)
+        inner = self._training_activation_fn(inner) if training else self._activation_fn(inner)
         ffn = self.output_dense(inner)
         ffn = self.output_dropout(ffn, training=training)
         x = ops.cast(self.output_layer_norm(x + ffn), self.compute_dtype)

@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers import MaskedLMHead, NextSentenceHead
+from keras_bert_lite.layers.compiled import sparse_softmax_cross_entropy
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.task_model import EncoderTaskModel
 
@@ -25,9 +26,7 @@ def pretraining_losses(labels: dict, outputs: dict) -> tuple:
         total = mlm_loss + nsp_loss, exactly as the original BERT code.
     """
     weights = ops.cast(labels["masked_lm_weights"], "float32")
-    mlm_nll = keras.losses.sparse_categorical_crossentropy(
-        labels["masked_lm_ids"], outputs["mlm_logits"], from_logits=True
-    )
+    mlm_nll = sparse_softmax_cross_entropy(outputs["mlm_logits"], labels["masked_lm_ids"])
     mlm_loss = ops.sum(weights * mlm_nll) / (ops.sum(weights) + 1e-5)
     nsp_labels = ops.reshape(labels["next_sentence_labels"], (-1,))
     nsp_loss = ops.mean(

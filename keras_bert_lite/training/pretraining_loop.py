@@ -37,6 +37,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_lite.layers.compiled import sparse_softmax_cross_entropy
+
 # Per-step statistics returned by `PretrainingLoop.train` (the evaluation returns the first five).
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")
 _EVAL_STATS = 5
@@ -62,7 +64,7 @@ def global_batch_shares(labels: dict, outputs: dict, mlm_weight_total, num_examp
     weights = tf.cast(labels["masked_lm_weights"], tf.float32)
     mlm_ids = tf.cast(labels["masked_lm_ids"], tf.int32)
     mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
-    mlm_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=mlm_ids, logits=mlm_logits)
+    mlm_nll = sparse_softmax_cross_entropy(mlm_logits, mlm_ids)
     nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
     nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
     nsp_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=nsp_labels, logits=nsp_logits)

@@ -133,22 +133,24 @@ def test_encoder_block_matches_a_numpy_transcription_of_bert_attention():
     np.testing.assert_allclose(np.asarray(block(x, mask)), expected, atol=2e-5)
 
 
-def test_training_recomputes_the_activation_with_identical_gradients():
-    # training=True recomputes the GELU in the backward pass (memory); with dropout off the
-    # gradients must equal those of the plain inference path.
+def test_compiled_training_pass_has_the_gradients_of_the_plain_path():
+    # training=True runs the GELU and both LayerNorms as XLA-compiled kernels with a recomputing
+    # backward pass; with dropout off, outputs and gradients must match the plain inference path.
     keras.utils.set_random_seed(2)
     block = TransformerEncoderBlock(4, 32, dropout_rate=0.0, attention_dropout_rate=0.0)
     x = tf.constant(np.random.default_rng(2).normal(size=(B, S, H)).astype("float32"))
     block(x)
 
-    def gradients(training):
+    def outputs_and_gradients(training):
         with tf.GradientTape() as tape:
             tape.watch(x)
-            loss = tf.reduce_sum(block(x, training=training) ** 3)
-        return tape.gradient(loss, [x, *block.trainable_weights])
+            y = block(x, training=training)
+            loss = tf.reduce_sum(y**3)
+        return [y, *tape.gradient(loss, [x, *block.trainable_weights])]
 
-    for recomputed, plain in zip(gradients(True), gradients(False)):
-        np.testing.assert_allclose(recomputed, plain, rtol=1e-6, atol=1e-6)
+    # Tolerance: float32 rounding of XLA's fused loops vs TensorFlow's kernels (measured 2e-6).
+    for compiled, plain in zip(outputs_and_gradients(True), outputs_and_gradients(False)):
+        np.testing.assert_allclose(compiled, plain, rtol=1e-4, atol=1e-5)
 
 
 def test_dropout_drops_at_its_rate_and_rescales_only_in_training():

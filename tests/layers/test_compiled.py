@@ -1,0 +1,84 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.layers.compiled import compiled_with_recomputed_gradient, sparse_softmax_cross_entropy
+from keras_bert_lite.layers.layer_norm import LayerNorm
+
+# Tolerance: float32 rounding of XLA's fused loops vs TensorFlow's one-op-at-a-time kernels.
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def _values_and_gradients(fn, *args, num_differentiable=1):
+    wrt = list(args[:num_differentiable])
+    with tf.GradientTape() as tape:
+        tape.watch(wrt)
+        y = fn(*args)
+        loss = tf.reduce_sum(y * tf.sin(y))  # a non-trivial upstream gradient
+    return [y, *tape.gradient(loss, wrt)]
+
+
+def test_compiled_function_matches_values_and_gradients_of_several_arguments():
+    def fn(x, w, shift):
+        return tf.tanh(x * w) + tf.cast(shift, tf.float32)
+
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(5, 7)).astype("float32"))
+    w = tf.constant(rng.normal(size=(7,)).astype("float32"))
+    shift = tf.constant(3, tf.int32)
+    compiled = compiled_with_recomputed_gradient(fn, num_differentiable=2)
+    expected = _values_and_gradients(fn, x, w, shift, num_differentiable=2)
+    for got, want in zip(_values_and_gradients(compiled, x, w, shift, num_differentiable=2), expected):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+    # Inside a graph, as in a training step.
+    in_graph = tf.function(lambda: _values_and_gradients(compiled, x, w, shift, num_differentiable=2))
+    for got, want in zip(in_graph(), expected):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+
+
+def test_cross_entropy_matches_tensorflow_and_names_bad_labels():
+    rng = np.random.default_rng(1)
+    logits = tf.constant(rng.normal(scale=3, size=(4, 3, 50)).astype("float32"))
+    labels = tf.constant(rng.integers(0, 50, size=(4, 3)), tf.int32)
+    reference = lambda lg, lb: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=lb, logits=lg)  # noqa: E731
+    expected = _values_and_gradients(reference, logits, labels)
+    for got, want in zip(_values_and_gradients(sparse_softmax_cross_entropy, logits, labels), expected):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="label >= number of classes"):
+        sparse_softmax_cross_entropy(logits, tf.fill((4, 3), 50))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="negative label"):
+        sparse_softmax_cross_entropy(logits, tf.fill((4, 3), -1))
+
+
+def test_layer_norm_training_pass_matches_keras_with_gradients_for_its_weights():
+    rng = np.random.default_rng(2)
+    x = tf.constant(rng.normal(loc=2, scale=3, size=(3, 4, 16)).astype("float32"))
+    norm = LayerNorm(epsilon=1e-12)
+    norm.build(x.shape)
+    norm.gamma.assign(rng.normal(size=16).astype("float32"))
+    norm.beta.assign(rng.normal(size=16).astype("float32"))
+
+    def run(training):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = norm(x, training=training)
+            loss = tf.reduce_sum(y * tf.sin(y))
+        return [y, *tape.gradient(loss, [x, norm.gamma, norm.beta])]
+
+    reference = keras.layers.LayerNormalization(epsilon=1e-12)
+    reference.build(x.shape)
+    reference.set_weights(norm.get_weights())
+    np.testing.assert_allclose(norm(x, training=False), reference(x), rtol=0, atol=0)
+    for got, want in zip(run(True), run(False)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_keeps_float32_math_under_mixed_precision():
+    norm = LayerNorm(epsilon=1e-12, dtype="mixed_bfloat16")
+    x = tf.constant(np.random.default_rng(3).normal(size=(2, 8)).astype("float32"), tf.bfloat16)
+    y = norm(x, training=True)
+    assert y.dtype == tf.bfloat16
+    np.testing.assert_allclose(
+        tf.cast(y, tf.float32), tf.cast(norm(x, training=False), tf.float32), atol=1e-2
+    )
