@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers.activations import get_activation
@@ -114,8 +115,13 @@ class MaskedLMHead(keras.layers.Layer):
         positions = ops.cast(masked_positions, "int32")[:, :, None]
         x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = ops.cast(self.layer_norm(self.transform(x)), self.compute_dtype)
-        logits = ops.matmul(x, ops.transpose(self.embedding_layer.word_embeddings))
-        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        # One 2-D MatMul with the table transposed in the kernel: no [H, V] transpose of the table
+        # forward or of its gradient backward, and oneDNN fuses the float32 bias add.
+        batch, num_predictions, hidden = ops.shape(x)[0], ops.shape(x)[1], self.embedding_layer.hidden_size
+        table = ops.cast(self.embedding_layer.word_embeddings, self.compute_dtype)
+        logits = tf.matmul(ops.reshape(x, (batch * num_predictions, hidden)), table, transpose_b=True)
+        logits = tf.nn.bias_add(ops.cast(logits, "float32"), ops.cast(self.output_bias, "float32"))
+        return ops.reshape(logits, (batch, num_predictions, self.embedding_layer.vocab_size))
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
         return (*masked_positions_shape, self.embedding_layer.vocab_size)

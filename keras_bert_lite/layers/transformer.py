@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers.activations import get_activation
@@ -17,10 +18,10 @@ from keras_bert_lite.layers.layer_norm import LayerNorm
 _MASK_BIAS = -10000.0
 
 
-def _dense(units: int, initializer_range: float, name: str, activation=None) -> keras.layers.Dense:
+def _dense(units: int, initializer_range: float, name: str) -> keras.layers.Dense:
+    """A Dense sub-layer that holds a kernel and bias (the block applies them itself)."""
     return keras.layers.Dense(
         units,
-        activation=activation,
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
         name=name,
     )
@@ -134,7 +135,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             [self.query.kernel * scale, self.key.kernel, self.value.kernel], axis=1
         )
         bias = ops.concatenate([self.query.bias * scale, self.key.bias, self.value.bias], axis=0)
-        return ops.matmul(x, ops.cast(kernel, self.compute_dtype)) + ops.cast(bias, self.compute_dtype)
+        return self._matmul_bias(x, kernel, bias)
+
+    def _matmul_bias(self, x, kernel, bias):
+        """[tokens, in] -> [tokens, out] as MatMul + BiasAdd, the pattern oneDNN fuses (with a
+        following `tf.nn.gelu`, which Keras' Dense + add does not get)."""
+        dtype = self.compute_dtype
+        return tf.nn.bias_add(tf.matmul(x, ops.cast(kernel, dtype)), ops.cast(bias, dtype))
 
     def _self_attention(self, x, batch, seq, attention_mask, training):
         """x: [batch * seq, H] -> context [batch * seq, H]."""
@@ -155,12 +162,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # oneDNN fuses (with the GELU at inference), instead of a reshape-wrapped tensordot.
         batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
         x = ops.reshape(x, (batch * seq, hidden))
-        attention = self.attention_output(self._self_attention(x, batch, seq, attention_mask, training))
+        context = self._self_attention(x, batch, seq, attention_mask, training)
+        attention = self._matmul_bias(context, self.attention_output.kernel, self.attention_output.bias)
         attention = self.attention_output_dropout(attention, training=training)
         x = ops.cast(self.attention_layer_norm(x + attention), self.compute_dtype)
-        inner = self.intermediate(x)
+        inner = self._matmul_bias(x, self.intermediate.kernel, self.intermediate.bias)
         inner = self._training_activation_fn(inner) if training else self._activation_fn(inner)
-        ffn = self.output_dense(inner)
+        ffn = self._matmul_bias(inner, self.output_dense.kernel, self.output_dense.bias)
         ffn = self.output_dropout(ffn, training=training)
         x = ops.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
         return ops.reshape(x, (batch, seq, hidden))
