@@ -35,9 +35,8 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     def build(self, input_shape):
         super().build(input_shape)
-        # A plain function, not a bound method: tracing one would capture the layer's variables.
-        normalize = functools.partial(ops.layer_normalization, axis=self.axis, epsilon=self.epsilon)
-        self._compiled_normalize = compiled_with_recomputed_gradient(normalize, num_differentiable=3)
+        axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis
+        self._compiled_normalize = _compiled_layer_normalization(axis, self.epsilon)
 
     def call(self, inputs, training=None):
         if not training or self.rms_scaling or not (self.center and self.scale):
@@ -45,3 +44,12 @@ class LayerNorm(keras.layers.LayerNormalization):
         # Read values, not variables: tf.custom_gradient differentiates its tensor arguments.
         outputs = self._compiled_normalize(inputs, tf.convert_to_tensor(self.gamma), tf.convert_to_tensor(self.beta))
         return ops.cast(outputs, self.compute_dtype)
+
+
+@functools.cache
+def _compiled_layer_normalization(axis, epsilon: float):
+    """One compiled LayerNorm per (axis, epsilon), shared by all layers: each XLA compilation
+    costs time and resident memory. A plain function, not a bound method: tracing one would
+    capture the layer's variables."""
+    normalize = functools.partial(ops.layer_normalization, axis=axis, epsilon=epsilon)
+    return compiled_with_recomputed_gradient(normalize, num_differentiable=3)
