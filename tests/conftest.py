@@ -75,3 +75,16 @@ def _import_original_bert(name: str):
 def import_original_bert():
     """A function importing an original BERT script module by name, e.g. "run_squad"."""
     return _import_original_bert
+
+
+def _count_compiled_calls(fn) -> int:
+    import tensorflow as tf
+
+    graph = tf.function(fn, autograph=False).get_concrete_function().graph.as_graph_def()
+    return sum(node.attr["_XlaMustCompile"].b for node in graph.node if "_XlaMustCompile" in node.attr)
+
+
+@pytest.fixture
+def compiled_calls():
+    """`compiled_calls(fn)`: the number of XLA-compiled function calls in the graph `fn` traces to."""
+    return _count_compiled_calls

@@ -17,16 +17,15 @@ import tensorflow as tf
 
 
 @functools.cache  # one compiled program per function and shape, shared by every layer using it
-def compiled_with_recomputed_gradient(fn: Callable, num_differentiable: int = 1) -> Callable:
+def compiled_with_recomputed_gradient(fn: Callable) -> Callable:
     """Returns `fn` with an XLA-compiled forward pass and an XLA-compiled backward pass.
 
     The backward pass recomputes `fn` from its inputs inside the compiled kernel, so only the
     inputs are kept between the passes (as with `tf.recompute_grad`), not the intermediates.
 
     Args:
-        fn: a function of tensors returning one tensor, made of ops XLA can compile.
-        num_differentiable: gradients flow to the first `num_differentiable` arguments; the
-            others (labels, indices) get None.
+        fn: a function of float tensors returning one tensor, made of ops XLA can compile;
+            gradients flow to every argument.
 
     Returns:
         A function with `fn`'s signature (positional tensor arguments only) and outputs, for
@@ -46,18 +45,14 @@ def compiled_with_recomputed_gradient(fn: Callable, num_differentiable: int = 1)
 
     @tf.function(jit_compile=True, autograph=False)
     def backward(upstream, *args):
-        wrt = list(args[:num_differentiable])
         with tf.GradientTape() as tape:
-            tape.watch(wrt)
-            outputs = fn(*wrt, *args[num_differentiable:])
-        return tape.gradient(outputs, wrt, output_gradients=upstream)
+            tape.watch(args)
+            outputs = fn(*args)
+        return tape.gradient(outputs, args, output_gradients=upstream)
 
     @tf.custom_gradient
     def call(*args):
-        def grad(upstream):
-            return [*backward(upstream, *args), *[None] * (len(args) - num_differentiable)]
-
-        return forward(*args), grad
+        return forward(*args), lambda upstream: backward(upstream, *args)
 
     return call
 

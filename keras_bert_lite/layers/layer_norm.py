@@ -52,4 +52,4 @@ def _compiled_layer_normalization(axis, epsilon: float):
     costs time and resident memory. A plain function, not a bound method: tracing one would
     capture the layer's variables."""
     normalize = functools.partial(ops.layer_normalization, axis=axis, epsilon=epsilon)
-    return compiled_with_recomputed_gradient(normalize, num_differentiable=3)
+    return compiled_with_recomputed_gradient(normalize)

@@ -19,21 +19,21 @@ def _values_and_gradients(fn, *args, num_differentiable=1):
     return [y, *tape.gradient(loss, wrt)]
 
 
-def test_compiled_function_matches_values_and_gradients_of_several_arguments():
-    def fn(x, w, shift):
-        return tf.tanh(x * w) + tf.cast(shift, tf.float32)
+def test_compiled_function_matches_values_and_gradients_of_several_arguments(compiled_calls):
+    def fn(x, w):
+        return tf.tanh(x * w) + 3.0
 
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(5, 7)).astype("float32"))
     w = tf.constant(rng.normal(size=(7,)).astype("float32"))
-    shift = tf.constant(3, tf.int32)
-    compiled = compiled_with_recomputed_gradient(fn, num_differentiable=2)
-    expected = _values_and_gradients(fn, x, w, shift, num_differentiable=2)
-    for got, want in zip(_values_and_gradients(compiled, x, w, shift, num_differentiable=2), expected):
+    compiled = compiled_with_recomputed_gradient(fn)
+    expected = _values_and_gradients(fn, x, w, num_differentiable=2)
+    for got, want in zip(_values_and_gradients(compiled, x, w, num_differentiable=2), expected):
         np.testing.assert_allclose(got, want, **TOLERANCE)
-    # Inside a graph, as in a training step.
-    in_graph = tf.function(lambda: _values_and_gradients(compiled, x, w, shift, num_differentiable=2))
-    for got, want in zip(in_graph(), expected):
+    # Inside a graph, as in a training step: forward and backward are both compiled calls.
+    in_graph = lambda: _values_and_gradients(compiled, x, w, num_differentiable=2)  # noqa: E731
+    assert compiled_calls(in_graph) == 2
+    for got, want in zip(tf.function(in_graph)(), expected):
         np.testing.assert_allclose(got, want, **TOLERANCE)
 
 
@@ -51,7 +51,7 @@ def test_cross_entropy_matches_tensorflow_and_names_bad_labels():
         sparse_softmax_cross_entropy(logits, tf.fill((4, 3), -1))
 
 
-def test_layer_norm_training_pass_matches_keras_with_gradients_for_its_weights():
+def test_layer_norm_training_pass_matches_keras_with_gradients_for_its_weights(compiled_calls):
     rng = np.random.default_rng(2)
     x = tf.constant(rng.normal(loc=2, scale=3, size=(3, 4, 16)).astype("float32"))
     norm = LayerNorm(epsilon=1e-12)
@@ -70,6 +70,8 @@ def test_layer_norm_training_pass_matches_keras_with_gradients_for_its_weights()
     reference.build(x.shape)
     reference.set_weights(norm.get_weights())
     np.testing.assert_allclose(norm(x, training=False), reference(x), rtol=0, atol=0)
+    assert compiled_calls(lambda: norm(x, training=True)) == 1
+    assert compiled_calls(lambda: norm(x, training=False)) == 0
     for got, want in zip(run(True), run(False)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 

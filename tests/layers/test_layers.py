@@ -133,7 +133,7 @@ def test_encoder_block_matches_a_numpy_transcription_of_bert_attention():
     np.testing.assert_allclose(np.asarray(block(x, mask)), expected, atol=2e-5)
 
 
-def test_compiled_training_pass_has_the_gradients_of_the_plain_path():
+def test_compiled_training_pass_has_the_gradients_of_the_plain_path(compiled_calls):
     # training=True runs the GELU and both LayerNorms as XLA-compiled kernels with a recomputing
     # backward pass; with dropout off, outputs and gradients must match the plain inference path.
     keras.utils.set_random_seed(2)
@@ -151,6 +151,9 @@ def test_compiled_training_pass_has_the_gradients_of_the_plain_path():
     # Tolerance: float32 rounding of XLA's fused loops vs TensorFlow's kernels (measured 2e-6).
     for compiled, plain in zip(outputs_and_gradients(True), outputs_and_gradients(False)):
         np.testing.assert_allclose(compiled, plain, rtol=1e-4, atol=1e-5)
+    # The training graph calls the compiled GELU and both LayerNorms; inference calls none.
+    assert compiled_calls(lambda: block(x, training=True)) == 3
+    assert compiled_calls(lambda: block(x, training=False)) == 0
 
 
 def test_dropout_drops_at_its_rate_and_rescales_only_in_training():
@@ -161,6 +164,19 @@ def test_dropout_drops_at_its_rate_and_rescales_only_in_training():
     assert abs((y == 0).mean() - 0.1) < 0.005  # 64,000 draws: std 0.0012
     np.testing.assert_array_equal(layer(x, training=False), x)
     assert np.any(np.asarray(layer(x, training=True)) != y)  # a new mask per call
+
+
+def test_dropout_gradient_uses_the_forward_mask_and_scale():
+    x = tf.constant(np.random.default_rng(4).normal(size=(32, 100)).astype("float32"))
+    upstream = tf.constant(np.random.default_rng(5).normal(size=(32, 100)).astype("float32"))
+    layer = Dropout(0.3, seed=7)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+    kept = np.asarray(y) != 0
+    assert 0.6 < kept.mean() < 0.8
+    expected = np.where(kept, np.asarray(upstream) / 0.7, 0.0)
+    np.testing.assert_allclose(tape.gradient(y, x, output_gradients=upstream), expected, rtol=1e-6)
 
 
 def test_dropout_keeps_its_exact_rate_on_bfloat16_activations():
