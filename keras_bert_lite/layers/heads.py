@@ -73,7 +73,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call args:
         sequence_output: float [batch, seq, H].
-        masked_positions: int32 [batch, num_predictions], indices into seq.
+        masked_positions: int32 [batch, num_predictions], indices into seq; None when
+            `sequence_output` already holds just the predicted positions (as
+            `BertEncoder.sequence_output_at` returns them).
 
     Returns:
         float32 logits [batch, num_predictions, V].
@@ -111,9 +113,10 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
-        positions = ops.cast(masked_positions, "int32")[:, :, None]
-        x = ops.take_along_axis(sequence_output, positions, axis=1)
+    def call(self, sequence_output, masked_positions=None):
+        x = sequence_output
+        if masked_positions is not None:
+            x = ops.take_along_axis(x, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
         x = ops.cast(self.layer_norm(self.transform(x)), self.compute_dtype)
         # One 2-D MatMul with the table transposed in the kernel: no [H, V] transpose of the table
         # forward or of its gradient backward, and oneDNN fuses the float32 bias add.
@@ -123,8 +126,9 @@ class MaskedLMHead(keras.layers.Layer):
         logits = tf.nn.bias_add(ops.cast(logits, "float32"), ops.cast(self.output_bias, "float32"))
         return ops.reshape(logits, (batch, num_predictions, self.embedding_layer.vocab_size))
 
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
-        return (*masked_positions_shape, self.embedding_layer.vocab_size)
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
+        predicted_shape = masked_positions_shape or sequence_output_shape[:2]
+        return (*predicted_shape, self.embedding_layer.vocab_size)
 
     def get_config(self):
         config = super().get_config()

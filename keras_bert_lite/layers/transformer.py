@@ -48,9 +48,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention_mask: int or float [batch, seq]; 1 for real tokens, 0 for padding. Padding keys
             get no attention. None attends everywhere.
         training: bool, enables dropout.
+        output_positions: optional int [batch, P], indices into seq. When given, only these
+            positions are computed past the keys and values (queries, attention, feed-forward),
+            which is all a caller needs when the layer is the last and only some positions are
+            read (the [CLS] and masked positions in pre-training, [CLS] in classification).
 
     Returns:
-        float [batch, seq, H].
+        float [batch, seq, H], or [batch, P, H] with `output_positions` (the same numbers as
+        the full output gathered at those positions).
 
     Sub-layers (the names interop code maps checkpoints onto): `query`, `key`, `value`,
     `attention_output`, `attention_layer_norm`, `intermediate`, `output_dense`,
@@ -121,60 +126,73 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         self.built = True
 
-    def _fused_qkv(self, x):
-        """[tokens, H] -> [tokens, 3H]: query (pre-scaled), key and value in one matmul.
-
-        The `query`, `key` and `value` layers keep their own kernels, so checkpoints map one to
-        one; concatenating them per call copies 3H^2 numbers, and one [tokens, H] x [H, 3H]
-        matmul runs faster than three [tokens, H] x [H, H] ones. The 1/sqrt(head_size)
-        attention scale is folded into the query kernel and bias (H^2 multiplications instead
-        of batch x heads x seq^2).
-        """
-        scale = 1.0 / math.sqrt(self.head_size)
-        kernel = ops.concatenate(
-            [self.query.kernel * scale, self.key.kernel, self.value.kernel], axis=1
-        )
-        bias = ops.concatenate([self.query.bias * scale, self.key.bias, self.value.bias], axis=0)
-        return self._matmul_bias(x, kernel, bias)
-
     def _matmul_bias(self, x, kernel, bias):
         """[tokens, in] -> [tokens, out] as MatMul + BiasAdd, the pattern oneDNN fuses (with a
         following `tf.nn.gelu`, which Keras' Dense + add does not get)."""
         dtype = self.compute_dtype
         return tf.nn.bias_add(tf.matmul(x, ops.cast(kernel, dtype)), ops.cast(bias, dtype))
 
-    def _self_attention(self, x, batch, seq, attention_mask, training):
-        """x: [batch * seq, H] -> context [batch * seq, H]."""
-        qkv = ops.reshape(self._fused_qkv(x), (batch, seq, 3, self.num_heads, self.head_size))
-        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # [3, batch, heads, seq, head_size]
-        q, k, v = ops.unstack(qkv, 3, axis=0)  # gradient: one stack (slices would pad and add)
+    def _heads(self, x, batch, seq, layers):
+        """[batch * seq, H] -> one [batch, heads, seq, head_size] tensor per dense layer in `layers`.
+
+        The layers' kernels are applied as one [tokens, H] x [H, n * H] matmul (faster than n
+        matmuls; concatenating copies n * H^2 numbers per call), so checkpoints still map one
+        kernel to one layer. The 1/sqrt(head_size) attention scale is folded into the query
+        kernel and bias (H^2 multiplications instead of batch x heads x seq^2).
+        """
+        scale = 1.0 / math.sqrt(self.head_size)
+        scales = [scale if layer is self.query else 1.0 for layer in layers]
+        kernel = ops.concatenate([layer.kernel * s for layer, s in zip(layers, scales)], axis=1)
+        bias = ops.concatenate([layer.bias * s for layer, s in zip(layers, scales)], axis=0)
+        projected = ops.reshape(
+            self._matmul_bias(x, kernel, bias), (batch, seq, len(layers), self.num_heads, self.head_size)
+        )
+        projected = ops.transpose(projected, (2, 0, 3, 1, 4))  # [n, batch, heads, seq, head_size]
+        return ops.unstack(projected, len(layers), axis=0)  # gradient: one stack, no pad and add
+
+    def _attention(self, q, k, v, attention_mask, training):
+        """q [batch, heads, queries, head_size], k and v [batch, heads, seq, head_size]
+        -> context [batch * queries, H]."""
         scores = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
         if attention_mask is not None:
             keep = ops.cast(attention_mask, "float32")[:, None, None, :]
             scores = scores + (1.0 - keep) * _MASK_BIAS
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
-        context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
-        return ops.reshape(context, (batch * seq, self.num_heads * self.head_size))
+        context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # [batch, queries, heads, size]
+        batch, queries = ops.shape(q)[0], ops.shape(q)[2]
+        return ops.reshape(context, (batch * queries, self.num_heads * self.head_size))
 
-    def call(self, x, attention_mask=None, training=None):
+    def call(self, x, attention_mask=None, training=None, output_positions=None):
         # Work on [batch * seq, H]: every dense layer is then a plain 2-D MatMul + bias, which
         # oneDNN fuses (with the GELU at inference), instead of a reshape-wrapped tensordot.
         batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
-        x = ops.reshape(x, (batch * seq, hidden))
-        context = self._self_attention(x, batch, seq, attention_mask, training)
+        flat = ops.reshape(x, (batch * seq, hidden))
+        if output_positions is None:
+            queries = seq
+            q, k, v = self._heads(flat, batch, seq, (self.query, self.key, self.value))
+        else:
+            # Keys and values come from every position, everything else only from the outputs'.
+            queries = ops.shape(output_positions)[1]
+            k, v = self._heads(flat, batch, seq, (self.key, self.value))
+            rows = tf.gather(x, ops.cast(output_positions, "int32"), batch_dims=1)
+            flat = ops.reshape(rows, (batch * queries, hidden))
+            (q,) = self._heads(flat, batch, queries, (self.query,))
+        context = self._attention(q, k, v, attention_mask, training)
         attention = self._matmul_bias(context, self.attention_output.kernel, self.attention_output.bias)
         attention = self.attention_output_dropout(attention, training=training)
-        x = ops.cast(self.attention_layer_norm(x + attention), self.compute_dtype)
+        x = ops.cast(self.attention_layer_norm(flat + attention), self.compute_dtype)
         inner = self._matmul_bias(x, self.intermediate.kernel, self.intermediate.bias)
         inner = self._training_activation_fn(inner) if training else self._activation_fn(inner)
         ffn = self._matmul_bias(inner, self.output_dense.kernel, self.output_dense.bias)
         ffn = self.output_dropout(ffn, training=training)
         x = ops.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
-        return ops.reshape(x, (batch, seq, hidden))
+        return ops.reshape(x, (batch, queries, hidden))
 
-    def compute_output_shape(self, x_shape, attention_mask_shape=None):
-        return x_shape
+    def compute_output_shape(self, x_shape, attention_mask_shape=None, output_positions_shape=None):
+        if output_positions_shape is None:
+            return x_shape
+        return (x_shape[0], output_positions_shape[1], x_shape[2])
 
     def get_config(self):
         config = super().get_config()

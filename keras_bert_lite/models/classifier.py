@@ -13,6 +13,9 @@ from keras_bert_lite.models.task_model import EncoderTaskModel
 class BertClassifier(EncoderTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
 
+    The encoder's last layer is computed only at [CLS] (see `BertEncoder.sequence_output_at`):
+    the same logits as with the full encoder, with most of that layer's work skipped.
+
     Args:
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
         num_classes: number of classes; 1 makes a regression model (e.g. STS-B similarity).
@@ -44,7 +47,9 @@ class BertClassifier(EncoderTaskModel):
         classifier = ClassificationHead(
             num_classes, dropout_rate, encoder.config.initializer_range, name="classifier"
         )
-        logits = classifier(encoder(inputs)["pooled_output"])
+        # Only [CLS] is read, so the encoder's last layer computes only that position.
+        cls_position = keras.ops.zeros_like(inputs["input_word_ids"][:, :1])
+        logits = classifier(encoder.pooler(encoder.sequence_output_at(inputs, cls_position)))
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder

@@ -88,6 +88,29 @@ class BertEncoder(keras.Model):
         self.transformer_layers = transformer_layers
         self.pooler = pooler
 
+    def sequence_output_at(self, inputs: dict, positions):
+        """The last layer's output at `positions` only, computing no other position there.
+
+        Calls this encoder's layers (weights shared) with the last transformer layer restricted
+        to `positions` (see `TransformerEncoderBlock`), which skips most of that layer's work
+        when a model reads a few positions: the pre-trainer reads [CLS] and the masked
+        positions, the classifier [CLS]. Works on symbolic inputs (to build a functional model)
+        and on tensors.
+
+        Args:
+            inputs: dict of the encoder's three int32 [batch, seq] inputs.
+            positions: int32 [batch, P], indices into seq.
+
+        Returns:
+            float [batch, P, H], equal to `self(inputs)["sequence_output"]` gathered at
+            `positions`.
+        """
+        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        *lower_layers, last_layer = self.transformer_layers
+        for block in lower_layers:
+            x = block(x, inputs["input_mask"])
+        return last_layer(x, inputs["input_mask"], output_positions=positions)
+
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
 

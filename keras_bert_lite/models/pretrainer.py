@@ -52,6 +52,10 @@ class BertPretrainer(EncoderTaskModel):
             the encoder's word-embedding table (tied) plus an output bias.
         nsp_logits: float32 [batch, 2], over {IsNext = 0, NotNext = 1}.
 
+    The encoder's last layer is computed only at [CLS] and the masked positions (see
+    `BertEncoder.sequence_output_at`): the same outputs as the full encoder, with about
+    (seq - P - 1) / seq of that layer's work skipped.
+
     Training data is `(features, labels)` with labels `masked_lm_ids` int32 [batch, P],
     `masked_lm_weights` float32 [batch, P] and `next_sentence_labels` int32 [batch, 1]. The loss is
     BERT's (see `pretraining_losses`), so `compile()` needs only an optimizer. Metrics:
@@ -67,7 +71,6 @@ class BertPretrainer(EncoderTaskModel):
     def __init__(self, encoder: BertEncoder, **kwargs):
         inputs = encoder_inputs()
         inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        encoded = encoder({name: inputs[name] for name in encoder_inputs()})
         config = encoder.config
         masked_lm = MaskedLMHead(
             encoder.embeddings,
@@ -77,9 +80,17 @@ class BertPretrainer(EncoderTaskModel):
             name="masked_lm",
         )
         next_sentence = NextSentenceHead(config.initializer_range, name="next_sentence")
+        # The last layer runs only at [CLS] (for the pooler) and the masked positions: the
+        # other positions' outputs would not be read.
+        masked_positions = inputs["masked_lm_positions"]
+        cls_position = ops.zeros_like(masked_positions[:, :1])
+        hidden = encoder.sequence_output_at(
+            {name: inputs[name] for name in encoder_inputs()},
+            ops.concatenate([cls_position, masked_positions], axis=1),
+        )
         outputs = {
-            "mlm_logits": masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"]),
-            "nsp_logits": next_sentence(encoded["pooled_output"]),
+            "mlm_logits": masked_lm(hidden[:, 1:]),
+            "nsp_logits": next_sentence(encoder.pooler(hidden)),
         }
         kwargs.setdefault("name", "bert_pretrainer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

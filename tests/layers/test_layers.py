@@ -28,6 +28,9 @@ def _user_model(layer_fn):
 CASES = {
     "embeddings": lambda x, ids, emb: x,
     "encoder_block": lambda x, ids, emb: TransformerEncoderBlock(4, 32)(x, keras.ops.ones_like(ids)),
+    "encoder_block_at_positions": lambda x, ids, emb: TransformerEncoderBlock(4, 32)(
+        x, keras.ops.ones_like(ids), output_positions=keras.ops.mod(ids[:, :2], 3)
+    ),
     "pooler": lambda x, ids, emb: BertPooler(H)(x),
     "masked_lm": lambda x, ids, emb: MaskedLMHead(emb)(x, keras.ops.mod(ids[:, :2], 3)),
     "next_sentence": lambda x, ids, emb: NextSentenceHead()(BertPooler(H)(x)),
@@ -154,6 +157,41 @@ def test_compiled_training_pass_has_the_gradients_of_the_plain_path(compiled_cal
     # The training graph calls the compiled GELU and both LayerNorms; inference calls none.
     assert compiled_calls(lambda: block(x, training=True)) == 3
     assert compiled_calls(lambda: block(x, training=False)) == 0
+
+
+def test_block_at_output_positions_is_the_full_block_gathered_there():
+    # The last layer of the pre-trainer and classifier computes only the positions they read;
+    # outputs and every gradient must be those of the full layer gathered at those positions.
+    keras.utils.set_random_seed(3)
+    block = TransformerEncoderBlock(4, 32, dropout_rate=0.0, attention_dropout_rate=0.0)
+    x = tf.constant(np.random.default_rng(3).normal(size=(B, S, H)).astype("float32"))
+    mask = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    positions = np.array([[0, 3, 1], [0, 5, 5]], "int32")  # any order, repeats allowed
+    block(x)
+
+    def outputs_and_gradients(at_positions, training):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            if at_positions:
+                y = block(x, mask, training=training, output_positions=positions)
+            else:
+                y = tf.gather(block(x, mask, training=training), positions, batch_dims=1)
+            loss = tf.reduce_sum(y**3)
+        return [y, *tape.gradient(loss, [x, *block.trainable_weights])]
+
+    for training in (False, True):
+        pairs = zip(outputs_and_gradients(True, training), outputs_and_gradients(False, training))
+        for at_positions, gathered in pairs:
+            # Tolerance: float32 rounding of differently shaped matmuls (measured ~1e-6).
+            np.testing.assert_allclose(at_positions, gathered, rtol=1e-4, atol=1e-5)
+    assert block.compute_output_shape((B, S, H), (B, S), (B, 3)) == (B, 3, H)
+
+
+def test_block_rejects_output_positions_outside_the_sequence():
+    block = TransformerEncoderBlock(4, 32)
+    x = np.zeros((B, S, H), "float32")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"indices\[1,0\] = {S} is not in \[0, {S}\)"):
+        block(x, output_positions=np.array([[0], [S]], "int32"))
 
 
 def test_dropout_drops_at_its_rate_and_rescales_only_in_training():

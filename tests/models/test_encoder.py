@@ -35,6 +35,17 @@ def test_output_structure(encoder):
     np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
 
 
+def test_sequence_output_at_positions_equals_the_full_output_there(encoder):
+    ids = np.random.default_rng(4).integers(5, 500, (2, 9))
+    ids[1, 6:] = 0
+    inputs = _inputs(ids)
+    positions = np.array([[0, 8, 2], [0, 5, 1]], "int32")
+    full = np.asarray(encoder(inputs)["sequence_output"])
+    at_positions = encoder.sequence_output_at(inputs, positions)
+    # Tolerance: float32 rounding of differently shaped matmuls.
+    np.testing.assert_allclose(at_positions, np.take_along_axis(full, positions[..., None], 1), atol=1e-5)
+
+
 def test_padding_does_not_change_real_positions(encoder):
     rng = np.random.default_rng(1)
     ids = rng.integers(5, 500, (3, 9))

@@ -47,6 +47,18 @@ def test_outputs(pretrainer):
     assert out["nsp_logits"].shape == (8, 2)
 
 
+def test_outputs_equal_the_heads_on_the_full_encoder_output(pretrainer):
+    # The pre-trainer computes the encoder's last layer only at [CLS] and the masked positions.
+    features, _ = _batch(seed=5)
+    features["input_mask"][:, 12:] = 0
+    out = pretrainer(features)
+    encoded = pretrainer.encoder({name: features[name] for name in ("input_word_ids", "input_mask", "input_type_ids")})
+    expected_mlm = pretrainer.masked_lm(encoded["sequence_output"], features["masked_lm_positions"])
+    # Tolerance: float32 rounding of differently shaped matmuls.
+    np.testing.assert_allclose(out["mlm_logits"], expected_mlm, atol=1e-5)
+    np.testing.assert_allclose(out["nsp_logits"], pretrainer.next_sentence(encoded["pooled_output"]), atol=1e-5)
+
+
 def test_decoder_is_tied_to_the_word_embeddings(pretrainer):
     vocab_sized = [w.path for w in pretrainer.weights if CONFIG.vocab_size in w.shape]
     assert sorted(vocab_sized) == ["embeddings/word_embeddings", "masked_lm/output_bias"]
