@@ -9,7 +9,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers.activations import get_activation
-from keras_bert_lite.layers.compiled import compiled_with_recomputed_gradient
+from keras_bert_lite.layers.compiled import compiled_activation_matmul
 from keras_bert_lite.layers.dropout import Dropout
 from keras_bert_lite.layers.layer_norm import LayerNorm
 
@@ -113,10 +113,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_output = _dense(hidden_size, r, "attention_output")
         self.intermediate = _dense(self.intermediate_size, r, "intermediate")
         self._activation_fn = get_activation(self.activation)
-        # Training runs the activation and its gradient as two XLA-compiled kernels; the backward
-        # pass recomputes it from its input rather than keeping the ~4 [tokens, I] intermediates
-        # of the tanh-GELU per layer (-11 % peak memory for the small config).
-        self._training_activation_fn = compiled_with_recomputed_gradient(self._activation_fn)
+        # Training runs the activation and its gradient as XLA-compiled kernels; the backward pass
+        # recomputes it from its input rather than keeping the tanh-GELU's ~4 [tokens, I]
+        # intermediates and its output per layer.
+        self._training_activation_matmul = compiled_activation_matmul(self._activation_fn)
         self.output_dense = _dense(hidden_size, r, "output_dense")
         hidden_shape = (None, None, hidden_size)
         for layer in (self.query, self.key, self.value, self.attention_output, self.intermediate):
@@ -183,8 +183,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention = self.attention_output_dropout(attention, training=training)
         x = ops.cast(self.attention_layer_norm(flat + attention), self.compute_dtype)
         inner = self._matmul_bias(x, self.intermediate.kernel, self.intermediate.bias)
-        inner = self._training_activation_fn(inner) if training else self._activation_fn(inner)
-        ffn = self._matmul_bias(inner, self.output_dense.kernel, self.output_dense.bias)
+        if training:
+            output_kernel = ops.cast(self.output_dense.kernel, self.compute_dtype)
+            ffn = self._training_activation_matmul(inner, output_kernel)
+            ffn = tf.nn.bias_add(ffn, ops.cast(self.output_dense.bias, self.compute_dtype))
+        else:
+            ffn = self._matmul_bias(self._activation_fn(inner), self.output_dense.kernel, self.output_dense.bias)
         ffn = self.output_dropout(ffn, training=training)
         x = ops.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
         return ops.reshape(x, (batch, queries, hidden))
