@@ -140,10 +140,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         kernel to one layer. The 1/sqrt(head_size) attention scale is folded into the query
         kernel and bias (H^2 multiplications instead of batch x heads x seq^2).
         """
-        scale = 1.0 / math.sqrt(self.head_size)
-        scales = [scale if layer is self.query else 1.0 for layer in layers]
-        kernel = ops.concatenate([layer.kernel * s for layer, s in zip(layers, scales)], axis=1)
-        bias = ops.concatenate([layer.bias * s for layer, s in zip(layers, scales)], axis=0)
+        query_scale = 1.0 / math.sqrt(self.head_size)
+
+        def scaled(layer, weight):
+            return weight * query_scale if layer is self.query else weight
+
+        kernel = ops.concatenate([scaled(layer, layer.kernel) for layer in layers], axis=1)
+        bias = ops.concatenate([scaled(layer, layer.bias) for layer in layers], axis=0)
         projected = ops.reshape(
             self._matmul_bias(x, kernel, bias), (batch, seq, len(layers), self.num_heads, self.head_size)
         )
