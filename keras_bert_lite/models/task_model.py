@@ -15,6 +15,21 @@ class EncoderTaskModel(keras.Model):
 
     CONFIG_ARGS: tuple[str, ...] = ()
 
+    @property
+    def layers(self):
+        """The graph's layers, with those that belong to the encoder replaced by the encoder.
+
+        Models that call the encoder's layers directly (`BertEncoder.sequence_output_at`) still
+        list, summarize and save it as one nested layer, so `.keras` files keep one layout
+        whichever way a model calls its encoder (and files saved before load).
+        """
+        layers = super().layers
+        encoder = self.__dict__.get("encoder")  # set after the functional graph is built
+        if encoder is None:
+            return layers
+        encoder_layers = {id(layer) for layer in encoder.layers}
+        return [encoder, *(layer for layer in layers if id(layer) not in encoder_layers)]
+
     def get_config(self):
         config = {
             "encoder": keras.saving.serialize_keras_object(self.encoder),

@@ -1,9 +1,13 @@
+import io
+import zipfile
+
+import h5py
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer, pretraining_losses
+from keras_bert_lite import BertClassifier, BertConfig, BertEncoder, BertPretrainer, pretraining_losses
 
 CONFIG = BertConfig.preset(
     "tiny", vocab_size=300, max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
@@ -105,3 +109,18 @@ def test_keras_file_round_trip(pretrainer, tmp_path):
     a, b = pretrainer(features), restored(features)
     np.testing.assert_array_equal(a["mlm_logits"], b["mlm_logits"])
     np.testing.assert_array_equal(a["nsp_logits"], b["nsp_logits"])
+
+
+@pytest.mark.parametrize("model_fn", [BertPretrainer, lambda encoder: BertClassifier(encoder, num_classes=2)])
+def test_keras_file_stores_the_encoder_as_one_nested_layer(model_fn, tmp_path):
+    # The pre-trainer and classifier call the encoder's layers directly (last layer at a few
+    # positions); their files still nest the encoder's weights under it, the layout that files
+    # saved before that change have, so those files keep loading.
+    model = model_fn(BertEncoder(CONFIG))
+    path = tmp_path / "model.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as archive, archive.open("model.weights.h5") as weights:
+        with h5py.File(io.BytesIO(weights.read())) as h5:
+            top_level = set(h5["layers"])
+    assert "bert_encoder" in top_level
+    assert not top_level & {"bert_embeddings", "transformer_encoder_block", "bert_pooler"}
