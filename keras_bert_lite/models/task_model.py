@@ -20,8 +20,8 @@ class EncoderTaskModel(keras.Model):
         """The graph's layers, with those that belong to the encoder replaced by the encoder.
 
         Models that call the encoder's layers directly (`BertEncoder.sequence_output_at`) still
-        list, summarize and save it as one nested layer, so `.keras` files keep one layout
-        whichever way a model calls its encoder (and files saved before load).
+        list and save it as one nested layer, so `.keras` files keep one layout whichever way a
+        model calls its encoder (and files saved before load). `summary()` shows the graph.
         """
         layers = super().layers
         encoder = self.__dict__.get("encoder")  # set after the functional graph is built
