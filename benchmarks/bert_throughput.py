@@ -148,6 +148,8 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
 
         def loss_fn():
             return kbl.pretraining_losses(labels, model(features, training=True))[0]
+
+        adamw = kbl.training.AdamW  # keras.optimizers.AdamW's math, one fused kernel per variable
     else:
         import keras_hub
 
@@ -165,7 +167,9 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
         def loss_fn():
             return loss_object(data["labels"], model(features, training=True))
 
-    optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+        adamw = keras.optimizers.AdamW
+
+    optimizer = adamw(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
     optimizer.build(model.trainable_variables)
 
     @tf.function(jit_compile=xla)

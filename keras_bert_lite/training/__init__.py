@@ -7,11 +7,12 @@ from keras_bert_lite.training.checkpointing import (
     restore_model_weights,
 )
 from keras_bert_lite.training.distribute import STRATEGIES, get_strategy
-from keras_bert_lite.training.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_lite.training.optimization import AdamW, WarmupLinearDecay, create_optimizer
 from keras_bert_lite.training.pretraining import run_pretraining
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 
 __all__ = [
+    "AdamW",
     "STRATEGIES",
     "NonFiniteLossError",
     "PretrainingLoop",

@@ -9,7 +9,7 @@ from bert import optimization as original
 from keras_bert_lite.checkpoints.mapping import weight_specs
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models import BertEncoder, BertPretrainer
-from keras_bert_lite.training.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_lite.training.optimization import AdamW, WarmupLinearDecay, create_optimizer
 
 INIT_LR, TOTAL, WARMUP = 1e-3, 100, 10
 STEPS = [0, 1, 5, 9, 10, 11, 50, 99, 100, 130]
@@ -117,3 +117,76 @@ def test_lamb_and_bad_arguments():
         WarmupLinearDecay(1e-3, 100, 200)
     with pytest.raises(ValueError, match="num_train_steps"):
         WarmupLinearDecay(1e-3, 0, 0)
+
+
+def _adamw_run(optimizer_class, steps, checkpoint_to=None, restore_from=None):
+    """Trains a kernel, a bias (no decay) and an embedding (sparse gradients) for `steps` steps;
+    returns the variables and the optimizer's slots."""
+    rng = np.random.default_rng(0)
+    variables = [keras.Variable(rng.normal(size=shape).astype("float32"), name=name)
+                 for shape, name in [((6, 4), "kernel"), ((4,), "bias"), ((9, 4), "embeddings"), ((6, 4), "kernel")]]
+    optimizer = optimizer_class(learning_rate=0.05, weight_decay=0.1, epsilon=1e-6, global_clipnorm=1.0)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    optimizer.build(variables)
+    checkpoint = tf.train.Checkpoint(optimizer=optimizer, variables=variables)
+    if restore_from:
+        checkpoint.read(restore_from).assert_consumed()
+
+    @tf.function
+    def step(k):
+        with tf.GradientTape() as tape:
+            hidden = tf.gather(variables[2], [1, 4, 1]) @ tf.transpose(variables[0] + 2.0 * variables[3])
+            loss = (tf.reduce_sum(tf.sin(hidden)) + tf.reduce_sum(variables[1] ** 2)) * k
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+
+    for k in range(steps):
+        step(tf.constant(0.3 + k, tf.float32))  # gradient norms from below to far above the clip
+    if checkpoint_to:
+        checkpoint.write(checkpoint_to)
+    return [v.numpy() for v in variables + optimizer.variables]
+
+
+def test_fused_adamw_matches_keras_adamw(tmp_path):
+    """Same math as `keras.optimizers.AdamW` (decay, exclusions, clipping, sparse gradients) to
+    float32 rounding, and it resumes from a checkpoint Keras' AdamW wrote (same slot variables)."""
+    # Tolerance: float32 rounding of 6 steps of size ~0.05 (values pass near 0, so absolute).
+    expected = _adamw_run(keras.optimizers.AdamW, 6)
+    for got, want in zip(_adamw_run(AdamW, 6), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=5e-7)
+    _adamw_run(keras.optimizers.AdamW, 3, checkpoint_to=str(tmp_path / "keras_adamw"))
+    resumed = _adamw_run(AdamW, 3, restore_from=str(tmp_path / "keras_adamw"))
+    for got, want in zip(resumed, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=5e-7)
+    assert isinstance(create_optimizer(1e-3, 100, 10), AdamW)
+    with pytest.raises(ValueError, match="amsgrad is not supported"):
+        AdamW(amsgrad=True)
+
+
+def test_fused_adamw_under_a_mirrored_strategy():
+    """Mirrored strategies update each device's copy of a variable (the compiled update gets the
+    slots' copies on that device); TPU replicas pass the distributed variable itself (Keras' ops)."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+
+    def run(optimizer_class, distributed_variable):
+        with strategy.scope():  # two variables of one shape: each must get its own slots
+            variables = [keras.Variable(np.arange(6, dtype="float32").reshape(2, 3) + i, name="kernel")
+                         for i in range(2)]
+            optimizer = optimizer_class(learning_rate=0.1, weight_decay=0.1)
+            optimizer.build(variables)
+        gradients = [tf.fill((2, 3), 0.1 * (i + 1)) for i in range(2)]
+        for _ in range(3):
+            if not distributed_variable:
+                strategy.run(tf.function(lambda: optimizer.apply_gradients(zip(gradients, variables))))
+                continue
+            with strategy.scope():
+                for gradient, variable in zip(gradients, variables):
+                    if optimizer_class is keras.optimizers.AdamW:  # its decay is a separate pass
+                        variable.assign_sub(variable * 0.1 * 0.1)
+                    optimizer.update_step(gradient, variable.value, 0.1)
+                optimizer.iterations.assign_add(1)
+        return [v.numpy() for v in variables + optimizer.variables]
+
+    for distributed_variable in (False, True):
+        expected = run(keras.optimizers.AdamW, distributed_variable)
+        for got, want in zip(run(AdamW, distributed_variable), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
