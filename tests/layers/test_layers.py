@@ -224,6 +224,16 @@ def test_dropout_keeps_its_exact_rate_on_bfloat16_activations():
     assert abs((y == 0).mean() - 0.1) < 0.0008  # 4M draws: std 0.00015
 
 
+def test_dropout_elements_are_dropped_independently_for_any_shape():
+    # Two elements share each 32-bit random number (its 16-bit halves): neighbours must still be
+    # independent, and odd sizes must work.
+    y = np.asarray(Dropout(0.5, seed=9)(np.ones((999, 1001), "float32"), training=True))
+    dropped = (y == 0).reshape(-1)[:-1].reshape(-1, 2)  # (even, odd) neighbour pairs
+    assert abs(dropped.mean() - 0.5) < 0.003  # 1M draws: std 0.0005
+    assert abs(np.mean(dropped[:, 0] & dropped[:, 1]) - 0.25) < 0.003  # both dropped: rate^2
+    assert abs(np.mean(dropped[:-1, 1] & dropped[1:, 0]) - 0.25) < 0.003  # across pairs too
+
+
 def test_dropout_under_xla_keeps_its_rate():
     layer = Dropout(0.25, seed=3)
     y = np.asarray(tf.function(lambda v: layer(v, training=True), jit_compile=True)(np.ones((64, 1000), "float32")))
