@@ -173,6 +173,7 @@ def _copy_on_device_of(variable, slot):
     matching = [copy for copy in copies if copy.device == variable.device]
     return matching[0] if len(matching) == 1 else None
 
+
 def create_optimizer(
     init_lr: float,
     num_train_steps: int,
@@ -189,9 +190,9 @@ def create_optimizer(
 
     AdamW (this module's `AdamW`: `keras.optimizers.AdamW` with a fused update) or LAMB
     (`keras.optimizers.Lamb`) driven by `WarmupLinearDecay`, with decoupled weight decay on
-    every variable except those whose name matches one of `exclude_from_weight_decay`, and gradients clipped to a global norm. Keras'
-    Adam applies bias correction (the original BERT optimizer does not); this only changes the
-    size of the first few hundred updates.
+    every variable except those whose name matches one of `exclude_from_weight_decay`, and
+    gradients clipped to a global norm. Keras' Adam applies bias correction (the original BERT
+    optimizer does not); this only changes the size of the first few hundred updates.
 
     Args:
         init_lr: peak learning rate (BERT pre-training: 1e-4; fine-tuning: 2e-5 to 5e-5).
