@@ -261,7 +261,7 @@ def _import_library(library: str) -> None:
 def run_worker(spec: str) -> dict:
     library, config, mode = spec.split(":")
     if library == "matmul":
-        return {"gflops": matmul_ceiling(), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        return {"ceiling_gflops": matmul_ceiling()}
     _import_library(library)
     imported_mb = _resident_mb()
     bf16 = library.endswith("_bf16")
@@ -316,10 +316,9 @@ def main(argv):
     progress.close()
     # The ceiling is sampled in its own process each round and after every TensorFlow row, so a
     # moment of load from elsewhere cannot lower it (a low ceiling would flatter every row).
-    samples = [r.get("ceiling_gflops", r.get("gflops")) for spec in specs for r in runs[spec]
-               if "error" not in r and (spec.startswith("matmul") or "ceiling_gflops" in r)]
-    ceiling = {"gflops": max(samples)} if samples else {}
-    print(f"tf.matmul ceiling: {ceiling.get('gflops', float('nan')):.1f} GFLOP/s "
+    samples = [r["ceiling_gflops"] for results in runs.values() for r in results if "ceiling_gflops" in r]
+    ceiling = max(samples, default=float("nan"))
+    print(f"tf.matmul ceiling: {ceiling:.1f} GFLOP/s "
           f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs, "
           f"best of {len(samples)} samples across the run, min {min(samples, default=float('nan')):.1f}; "
           f"load average {os.getloadavg()[0]:.1f})\n")
@@ -339,10 +338,7 @@ def main(argv):
                 if "error" in r:
                     print(f"{config:6} {mode:5} {lib:15} error: {r['error'][:80]}")
                     continue
-                pct, pct_executed = (
-                    100 * r[key] / ceiling["gflops"] if "gflops" in ceiling else float("nan")
-                    for key in ("gflops", "executed_gflops")
-                )
+                pct, pct_executed = (100 * r[key] / ceiling for key in ("gflops", "executed_gflops"))
                 best = ours["bf16" if lib.endswith("_bf16") else "float32"]
                 ratio = f"{best / r['seq_per_s']:.2f}x" if best else "-"
                 print(f"{config:6} {mode:5} {lib:15} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% {pct_executed:6.1f}% "
