@@ -12,12 +12,12 @@ Each optimizer step, on every replica:
      examples summed over all replicas and micro-batches), so the summed gradient is exactly
      the gradient of `pretraining_losses` on the whole global batch, whatever the number of
      replicas or micro-batches;
-  3. the gradient is all-reduced (summed) over replicas and clipped to the optimizer's
-     `global_clipnorm` (Keras would clip each replica's partial gradient before its own
-     all-reduce), then each replica hands the optimizer a 1/num_replicas share, which the
-     optimizer sums back; the optimizer's own clip is then a no-op. With more than one replica
-     this costs a second all-reduce per step, the price of clipping the global gradient as
-     BERT does.
+  3. with one replica the optimizer clips the gradient to its `global_clipnorm` itself; with
+     more, the gradient is all-reduced (summed) over replicas and clipped here (Keras would clip
+     each replica's partial gradient before its own all-reduce), then each replica hands the
+     optimizer a 1/num_replicas share, which the optimizer sums back; its own clip is then a
+     no-op. With more than one replica this costs a second all-reduce per step, the price of
+     clipping the global gradient as BERT does.
 
 Example:
 
@@ -240,9 +240,12 @@ class PretrainingLoop:
     def _apply(self, gradients):
         """All-reduces, clips and applies summed gradients; returns the global norm before clipping."""
         replicas = self.strategy.num_replicas_in_sync
-        if replicas > 1:
-            gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else None
+        if replicas == 1:  # the optimizer clips the whole gradient itself: no second clip here
+            gradient_norm = tf.linalg.global_norm(gradients)
+            self.optimizer.apply(gradients, self.model.trainable_variables)
+            return gradient_norm if scale is None else gradient_norm / scale
+        gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         if scale is not None:
             gradients = [g / scale for g in gradients]
         gradient_norm = tf.linalg.global_norm(gradients)
@@ -250,8 +253,7 @@ class PretrainingLoop:
             gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm, use_norm=gradient_norm)
         if scale is not None:
             gradients = [g * scale for g in gradients]
-        if replicas > 1:
-            gradients = [g / replicas for g in gradients]
+        gradients = [g / replicas for g in gradients]
         self.optimizer.apply(gradients, self.model.trainable_variables)
         return gradient_norm
 
