@@ -48,7 +48,7 @@ class Dropout(keras.layers.Dropout):
 
 def _keep_mask(shape, seed, rate: float):
     """bool tensor of `shape` (int32 [rank]), each element False with probability
-    round(rate x 65536) / 65536: two 16-bit halves of each 32-bit Philox number per draw."""
+    min(round(rate x 65536), 65535) / 65536: two 16-bit halves of each 32-bit Philox number."""
     size = tf.reduce_prod(shape)
     bits = tf.random.stateless_uniform(
         [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32, alg="philox"

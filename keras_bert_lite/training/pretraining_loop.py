@@ -238,7 +238,8 @@ class PretrainingLoop:
         return tf.concat([shares, tf.stack([learning_rate, gradient_norm]) / replicas], 0)
 
     def _apply(self, gradients):
-        """All-reduces, clips and applies summed gradients; returns the global norm before clipping."""
+        """Applies summed gradients, clipped to the global norm (by the optimizer itself with one
+        replica, here after the all-reduce with more); returns the global norm before clipping."""
         replicas = self.strategy.num_replicas_in_sync
         scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else None
         if replicas == 1:  # the optimizer clips the whole gradient itself: no second clip here

@@ -171,7 +171,7 @@ def test_fused_adamw_under_a_mirrored_strategy():
         with strategy.scope():  # two variables of one shape: each must get its own slots
             variables = [keras.Variable(np.arange(6, dtype="float32").reshape(2, 3) + i, name="kernel")
                          for i in range(2)]
-            # The clip is active (global norm 0.55): under a strategy each replica clips its own.
+            # apply_gradients clips (global norm 0.55 > 0.4): under a strategy each replica clips its own.
             optimizer = optimizer_class(learning_rate=0.1, weight_decay=0.1, global_clipnorm=0.4)
             optimizer.build(variables)
         gradients = [tf.fill((2, 3), 0.1 * (i + 1)) for i in range(2)]
