@@ -1,7 +1,8 @@
 """Training and inference throughput of keras_bert_lite vs KerasHub vs Hugging Face, one table.
 
 Each measurement runs in its own fresh process (so peak memory is per library and per job) on the
-same machine in the same invocation, next to a plain `tf.matmul` ceiling. Measurements are repeated
+same machine in the same invocation, next to a plain `tf.matmul` ceiling and the model's matmuls
+alone. Measurements are repeated
 `--rounds` times, interleaved, and the fastest run of each is kept, so that load from other
 processes on a shared machine hurts every row alike. The ceiling is the best of many short samples
 (its own process each round, and once more after every TensorFlow row): one sample could catch a
@@ -17,9 +18,13 @@ Work measured:
 - infer: encoder forward only, dropout off.
 Rows: `ours`/`keras_hub` run the step as a plain `tf.function`, `*_xla` with `jit_compile=True`;
 `*_bf16` rows use bfloat16 matmuls (Keras' `mixed_bfloat16` policy, oneDNN bf16 kernels; for
-Hugging Face `torch.autocast("cpu", torch.bfloat16)`); `hf` is PyTorch eager. The ratio column
-compares ours' best of the same precision (float32: `ours`, `ours_xla`; bf16: `ours_bf16`) with
-each row.
+Hugging Face `torch.autocast("cpu", torch.bfloat16)`); `hf` is PyTorch eager. `matmuls`/
+`matmuls_xla` run only the matrix products the FLOP count credits (same shapes, with the
+attention's head transposes; for training the forward's and their input and kernel gradients):
+a practical floor for the step time of any TensorFlow implementation that runs all the counted
+work (ours' training step runs less of it, see `% exec`), so the ratio against them says how much
+of ours' step goes to everything but the matmuls. The ratio column compares ours' best of the
+same precision (float32: `ours`, `ours_xla`; bf16: `ours_bf16`) with each row.
 Memory: `peak MB` is the process's maximum resident set; `work MB` is that minus the resident set
 right after importing the framework and the library (TensorFlow alone is ~540 MB resident here,
 torch + transformers ~240 MB): the memory the work itself needs.
@@ -29,7 +34,8 @@ look-ups are not counted. GFLOP/s = FLOPs / step time, the same count for every 
 FLOPs). keras_bert_lite's pre-trainer runs its last transformer layer only at [CLS] and the 20
 masked positions (the only outputs its losses read; the peers compute all 128), so it executes
 fewer FLOPs than it is credited with: `% exec` divides the FLOPs each row really executes by the
-ceiling (the hardware's utilisation), `% ceil` the model FLOPs.
+ceiling (the hardware's utilisation), `% ceil` the model FLOPs. bf16 rows are divided by a bf16
+`tf.matmul` ceiling measured the same way (AVX512_BF16 runs bf16 products ~1.6x faster).
 
 Requires the `bench` extra: `pip install -e '.[bench]'` (keras-hub, torch, transformers).
 """
@@ -54,9 +60,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_list("configs", ["small", "base"], "Configs: small (L4 H256 A4 I1024, batch 32) and base (batch 8).")
 flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
 flags.DEFINE_list(
-    "libraries", ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "ours_bf16", "keras_hub_bf16", "hf_bf16"],
+    "libraries",
+    ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "matmuls", "matmuls_xla",
+     "ours_bf16", "keras_hub_bf16", "hf_bf16"],
     "Rows to measure. Suffix _xla: steps compiled with jit_compile=True; _bf16: bfloat16 matmuls "
-    "(Keras mixed_bfloat16 policy / torch.autocast), compared only with bf16 rows.",
+    "(Keras mixed_bfloat16 policy / torch.autocast), compared only with bf16 rows; matmuls: only "
+    "the counted matrix products.",
 )
 flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
@@ -88,7 +97,7 @@ def executed_flops_per_step(library: str, config: str, mode: str) -> float:
     """`flops_per_step` less what a library skips: ours' training step runs its last layer's
     queries, attention output and feed-forward at 1 + PREDICTIONS positions, keys and values at all."""
     flops = flops_per_step(config, mode)
-    if mode == "infer" or library.startswith(("keras_hub", "hf")):
+    if mode == "infer" or not library.startswith("ours"):
         return flops
     _, hidden, _, intermediate, batch = CONFIGS[config]
     skipped_rows = batch * (SEQ - 1 - PREDICTIONS)
@@ -185,6 +194,67 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
     return lambda: train_step().numpy()
 
 
+def matmuls_step(config: str, mode: str, xla: bool):
+    """Returns a no-argument callable running only the matrix products `flops_per_step` counts,
+    with TensorFlow: per layer the fused query/key/value product, attention scores and context,
+    attention output and both feed-forward products on all tokens; for training also the MLM
+    transform and decoder at the masked rows, then the input and kernel gradients of all of them
+    (the tape's backward). No biases, activations, normalizations or softmax. Each layer's last
+    kernel is scaled once, before timing, so that the values stay near 1 (no denormals, no
+    overflow)."""
+    import tensorflow as tf
+
+    layers, hidden, heads, intermediate, batch = CONFIGS[config]
+    tokens, size = batch * SEQ, hidden // heads
+
+    def kernel(fan_in, fan_out):
+        return tf.Variable(tf.random.normal((fan_in, fan_out), stddev=fan_in**-0.5))
+
+    def layer(x, qkv, attention_output, inner, outer):
+        projected = tf.reshape(tf.matmul(x, qkv), (batch, SEQ, 3, heads, size))
+        query, key, value = tf.unstack(tf.transpose(projected, (2, 0, 3, 1, 4)))
+        context = tf.matmul(tf.matmul(query, key, transpose_b=True), value)
+        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)), (tokens, hidden))
+        return tf.matmul(tf.matmul(tf.matmul(context, attention_output), inner), outer)
+
+    # Every sequence the same: attention is cubic in its input, so sequences of different scales
+    # would drift apart by orders of magnitude per layer. (The values do not change the speed.)
+    inputs = tf.Variable(tf.tile(tf.random.normal((SEQ, hidden)), (batch, 1)))
+    kernels, x = [], inputs
+    for _ in range(layers):
+        kernels.append(
+            [kernel(hidden, 3 * hidden), kernel(hidden, hidden), kernel(hidden, intermediate),
+             kernel(intermediate, hidden)]
+        )
+        x = layer(x, *kernels[-1])
+        scale = tf.math.reduce_std(x)
+        kernels[-1][-1].assign(kernels[-1][-1] / scale)
+        x = x / scale
+    head = [kernel(hidden, hidden), tf.Variable(tf.random.normal((VOCAB, hidden), stddev=hidden**-0.5))]
+
+    def forward():
+        x = inputs
+        for layer_kernels in kernels:
+            x = layer(x, *layer_kernels)
+        if mode == "infer":
+            return x
+        rows = tf.reshape(tf.reshape(x, (batch, SEQ, hidden))[:, :PREDICTIONS], (-1, hidden))
+        return tf.matmul(tf.matmul(rows, head[0]), head[1], transpose_b=True)
+
+    variables = [inputs, *head] + [k for layer_kernels in kernels for k in layer_kernels]
+    upstream = tf.random.normal((batch * PREDICTIONS, VOCAB))
+
+    @tf.function(jit_compile=xla)
+    def step():
+        if mode == "infer":
+            return [forward()]
+        with tf.GradientTape() as tape:
+            outputs = forward()
+        return tape.gradient(outputs, variables, output_gradients=upstream)
+
+    return lambda: [value.numpy() for value in step()]
+
+
 def torch_step(config: str, mode: str, bf16: bool = False):
     """Returns a no-argument callable running one step of Hugging Face BertForMaskedLM on torch."""
     import torch
@@ -225,16 +295,20 @@ def torch_step(config: str, mode: str, bf16: bool = False):
     return train
 
 
-def matmul_ceiling() -> float:
-    """GFLOP/s of a float32 [4096, 768] x [768, 3072] tf.matmul, the hardware's practical ceiling:
-    the best of 5 windows of 4 matmuls (~0.2 s each)."""
+def matmul_ceilings() -> dict:
+    """GFLOP/s of a [4096, 768] x [768, 3072] tf.matmul, the hardware's practical ceiling, in
+    float32 and bfloat16: {"ceiling_gflops": float32, "ceiling_bf16_gflops": bf16}, each the best
+    of 5 windows of 4 matmuls (~0.2 s each in float32)."""
     import tensorflow as tf
 
-    a = tf.random.normal((4096, 768))
-    b = tf.random.normal((768, 3072))
-    step = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
-    seconds = min(_time(lambda: step().numpy(), 4, 2) for _ in range(5))
-    return 2 * 4096 * 768 * 3072 / seconds / 1e9
+    ceilings = {}
+    for key, dtype in (("ceiling_gflops", tf.float32), ("ceiling_bf16_gflops", tf.bfloat16)):
+        a = tf.cast(tf.random.normal((4096, 768)), dtype)
+        b = tf.cast(tf.random.normal((768, 3072)), dtype)
+        step = tf.function(lambda a=a, b=b: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)))
+        seconds = min(_time(lambda step=step: step().numpy(), 4, 2) for _ in range(5))
+        ceilings[key] = 2 * 4096 * 768 * 3072 / seconds / 1e9
+    return ceilings
 
 
 def _resident_mb() -> float:
@@ -254,19 +328,21 @@ def _import_library(library: str) -> None:
 
         if library.startswith("ours"):
             import keras_bert_lite  # noqa: F401
-        else:
+        elif library.startswith("keras_hub"):
             import keras_hub  # noqa: F401
 
 
 def run_worker(spec: str) -> dict:
     library, config, mode = spec.split(":")
-    if library == "matmul":
-        return {"ceiling_gflops": matmul_ceiling()}
+    if library == "ceiling":
+        return matmul_ceilings()
     _import_library(library)
     imported_mb = _resident_mb()
     bf16 = library.endswith("_bf16")
     if library.startswith("hf"):
         step = torch_step(config, mode, bf16=bf16)
+    elif library.startswith("matmuls"):
+        step = matmuls_step(config, mode, xla=library.endswith("_xla"))
     else:
         name = "keras_hub" if library.startswith("keras_hub") else "ours"
         step = tf_step(name, config, mode, xla=library.endswith("_xla"), bf16=bf16)
@@ -281,7 +357,7 @@ def run_worker(spec: str) -> dict:
         "work_mb": peak_mb - imported_mb,
     }
     if not library.startswith("hf"):  # one more ceiling sample, right after a TensorFlow row
-        result["ceiling_gflops"] = matmul_ceiling()
+        result.update(matmul_ceilings())
     return result
 
 
@@ -304,7 +380,7 @@ def main(argv):
     if FLAGS.worker:
         print(json.dumps(run_worker(FLAGS.worker)))
         return
-    specs = ["matmul:-:-"] + [
+    specs = ["ceiling:-:-"] + [
         f"{lib}:{config}:{mode}" for config in FLAGS.configs for mode in FLAGS.modes for lib in FLAGS.libraries
     ]
     runs = {spec: [] for spec in specs}
@@ -316,12 +392,14 @@ def main(argv):
     progress.close()
     # The ceiling is sampled in its own process each round and after every TensorFlow row, so a
     # moment of load from elsewhere cannot lower it (a low ceiling would flatter every row).
-    samples = [r["ceiling_gflops"] for results in runs.values() for r in results if "ceiling_gflops" in r]
-    ceiling = max(samples, default=float("nan"))
-    print(f"tf.matmul ceiling: {ceiling:.1f} GFLOP/s "
-          f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs, "
-          f"best of {len(samples)} samples across the run, min {min(samples, default=float('nan')):.1f}; "
-          f"load average {os.getloadavg()[0]:.1f})\n")
+    ceilings = {}
+    for precision, key in (("float32", "ceiling_gflops"), ("bf16", "ceiling_bf16_gflops")):
+        samples = [r[key] for results in runs.values() for r in results if key in r]
+        ceilings[precision] = max(samples, default=float("nan"))
+        print(f"tf.matmul ceiling, {precision}: {ceilings[precision]:.1f} GFLOP/s "
+              f"(best of {len(samples)} samples across the run, min {min(samples, default=float('nan')):.1f})")
+    print(f"TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
     header = (f"{'config':6} {'job':5} {'library':15} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'% exec':>7} "
               f"{'peak MB':>8} "
               f"{'work MB':>8}  ours/this (same precision)")
@@ -338,8 +416,9 @@ def main(argv):
                 if "error" in r:
                     print(f"{config:6} {mode:5} {lib:15} error: {r['error'][:80]}")
                     continue
-                pct, pct_executed = (100 * r[key] / ceiling for key in ("gflops", "executed_gflops"))
-                best = ours["bf16" if lib.endswith("_bf16") else "float32"]
+                precision = "bf16" if lib.endswith("_bf16") else "float32"
+                pct, pct_executed = (100 * r[key] / ceilings[precision] for key in ("gflops", "executed_gflops"))
+                best = ours[precision]
                 ratio = f"{best / r['seq_per_s']:.2f}x" if best else "-"
                 print(f"{config:6} {mode:5} {lib:15} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% {pct_executed:6.1f}% "
                       f"{r['peak_mb']:8.0f} {r['work_mb']:8.0f}  {ratio}")
