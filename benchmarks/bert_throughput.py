@@ -3,9 +3,9 @@
 Each measurement runs in its own fresh process (so peak memory is per library and per job) on the
 same machine in the same invocation, next to a plain `tf.matmul` ceiling and the model's matmuls
 alone. Measurements are repeated `--rounds` times, interleaved, and the fastest run of each is
-kept, so that load from other processes on a shared machine hurts every row alike. The ceiling is the best of many short samples
-(its own process each round, and once more after every TensorFlow row): one sample could catch a
-loaded moment, and a low ceiling would flatter every row's `% ceil`.
+kept, so that load from other processes on a shared machine hurts every row alike. The ceiling is
+the best of many short samples (its own process each round, and once more after every TensorFlow
+row): one sample could catch a loaded moment, and a low ceiling would flatter every row's `% ceil`.
 
     python benchmarks/bert_throughput.py                      # small-like and base, all peers
     python benchmarks/bert_throughput.py --configs=small --steps=10
