@@ -194,13 +194,13 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
 
 
 def matmuls_step(config: str, mode: str, xla: bool):
-    """Returns a no-argument callable running only the matrix products `flops_per_step` counts,
-    with TensorFlow: per layer the fused query/key/value product, attention scores and context,
-    attention output and both feed-forward products on all tokens; for training also the MLM
-    transform and decoder at the masked rows, then the input and kernel gradients of all of them
-    (the tape's backward). No biases, activations, normalizations or softmax. Each layer's last
-    kernel is scaled once, before timing, so that the values stay near 1 (no denormals, no
-    overflow)."""
+    """Returns a no-argument `tf.function` that runs only the matrix products `flops_per_step`
+    counts: per layer the fused query/key/value product, attention scores and context, attention
+    output and both feed-forward products on all tokens; for training also the MLM transform and
+    decoder at the masked rows, then the input and kernel gradients of all of them (the tape's
+    backward). No biases, activations, normalizations or softmax. It returns a list of float32
+    tensors: the [tokens, H] output (infer) or the gradients (train). Each layer's last kernel is
+    scaled once, before timing, so that the values stay near 1 (no denormals, no overflow)."""
     import tensorflow as tf
 
     layers, hidden, heads, intermediate, batch = CONFIGS[config]
@@ -251,7 +251,7 @@ def matmuls_step(config: str, mode: str, xla: bool):
             outputs = forward()
         return tape.gradient(outputs, variables, output_gradients=upstream)
 
-    return lambda: [value.numpy() for value in step()]
+    return step
 
 
 def torch_step(config: str, mode: str, bf16: bool = False):
@@ -341,7 +341,10 @@ def run_worker(spec: str) -> dict:
     if library.startswith("hf"):
         step = torch_step(config, mode, bf16=bf16)
     elif library.startswith("matmuls"):
-        step = matmuls_step(config, mode, xla=library.endswith("_xla"))
+        products = matmuls_step(config, mode, xla=library.endswith("_xla"))
+
+        def step():
+            return [value.numpy() for value in products()]
     else:
         name = "keras_hub" if library.startswith("keras_hub") else "ours"
         step = tf_step(name, config, mode, xla=library.endswith("_xla"), bf16=bf16)
