@@ -295,19 +295,23 @@ def torch_step(config: str, mode: str, bf16: bool = False):
 
 
 def matmul_ceilings() -> dict:
-    """GFLOP/s of a [4096, 768] x [768, 3072] tf.matmul, the hardware's practical ceiling, in
-    float32 and bfloat16: {"ceiling_gflops": float32, "ceiling_bf16_gflops": bf16}, each the best
-    of 5 windows of 4 matmuls (~0.2 s each in float32)."""
+    """The hardware's practical ceiling: {"float32": GFLOP/s, "bf16": GFLOP/s} of
+    `_matmul_gflops` in each precision."""
     import tensorflow as tf
 
-    ceilings = {}
-    for key, dtype in (("ceiling_gflops", tf.float32), ("ceiling_bf16_gflops", tf.bfloat16)):
-        a = tf.cast(tf.random.normal((4096, 768)), dtype)
-        b = tf.cast(tf.random.normal((768, 3072)), dtype)
-        step = tf.function(lambda a=a, b=b: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)))
-        seconds = min(_time(lambda step=step: step().numpy(), 4, 2) for _ in range(5))
-        ceilings[key] = 2 * 4096 * 768 * 3072 / seconds / 1e9
-    return ceilings
+    return {"float32": _matmul_gflops(tf.float32), "bf16": _matmul_gflops(tf.bfloat16)}
+
+
+def _matmul_gflops(dtype) -> float:
+    """GFLOP/s of a [4096, 768] x [768, 3072] tf.matmul in `dtype`: the best of 5 windows of 4
+    matmuls (~0.2 s each in float32)."""
+    import tensorflow as tf
+
+    a = tf.cast(tf.random.normal((4096, 768)), dtype)
+    b = tf.cast(tf.random.normal((768, 3072)), dtype)
+    step = tf.function(lambda: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)))
+    seconds = min(_time(lambda: step().numpy(), 4, 2) for _ in range(5))
+    return 2 * 4096 * 768 * 3072 / seconds / 1e9
 
 
 def _resident_mb() -> float:
@@ -334,7 +338,7 @@ def _import_library(library: str) -> None:
 def run_worker(spec: str) -> dict:
     library, config, mode = spec.split(":")
     if library == "ceiling":
-        return matmul_ceilings()
+        return {"ceilings": matmul_ceilings()}
     _import_library(library)
     imported_mb = _resident_mb()
     bf16 = library.endswith("_bf16")
@@ -359,7 +363,7 @@ def run_worker(spec: str) -> dict:
         "work_mb": peak_mb - imported_mb,
     }
     if not library.startswith("hf"):  # one more ceiling sample, right after a TensorFlow row
-        result.update(matmul_ceilings())
+        result["ceilings"] = matmul_ceilings()
     return result
 
 
@@ -395,8 +399,8 @@ def main(argv):
     # The ceiling is sampled in its own process each round and after every TensorFlow row, so a
     # moment of load from elsewhere cannot lower it (a low ceiling would flatter every row).
     ceilings = {}
-    for precision, key in (("float32", "ceiling_gflops"), ("bf16", "ceiling_bf16_gflops")):
-        samples = [r[key] for results in runs.values() for r in results if key in r]
+    for precision in ("float32", "bf16"):
+        samples = [r["ceilings"][precision] for results in runs.values() for r in results if "ceilings" in r]
         ceilings[precision] = max(samples, default=float("nan"))
         print(f"tf.matmul ceiling, {precision}: {ceilings[precision]:.1f} GFLOP/s "
               f"(best of {len(samples)} samples across the run, min {min(samples, default=float('nan')):.1f})")
