@@ -2,8 +2,9 @@
 
 Rows, each measured in its own fresh process (peak memory per row) on the same machine in one run:
 - ours: a `BertClassifier` + `BertPreprocessor` exported with `keras_bert_lite.export.
-  export_saved_model`, reloaded with `tf.saved_model.load` and called through its
-  `serving_default` signature (tokenization runs in the graph).
+  export_saved_model` by a separate process (as a deployment exports once), loaded by the
+  measured process with `tf.saved_model.load` (keras_bert_lite not imported there) and called
+  through its `serving_default` signature (tokenization runs in the graph).
 - keras_hub: `BertTextClassifierPreprocessor` + `BertTextClassifier` (KerasHub 0.32) in one
   `tf.function`.
 - hf: `BertTokenizerFast` + `BertForSequenceClassification` (transformers on PyTorch CPU, eager,
@@ -41,6 +42,7 @@ flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (latency percentiles).")
 flags.DEFINE_integer("batches", 10, "Timed batch-32 calls (throughput).")
 flags.DEFINE_integer("warmup", 3, "Untimed calls of each batch size.")
 flags.DEFINE_string("worker", None, "Internal: measure one library and print JSON.")
+flags.DEFINE_string("export_to", None, "Internal: export ours' classifier SavedModel to this folder.")
 
 BATCH = 32
 NUM_CLASSES = 2
@@ -64,10 +66,8 @@ def sentences(count: int) -> list[str]:
     return [found[i % len(found)] for i in range(count)]
 
 
-def ours_predictor():
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
-
+def export_ours(export_dir: str) -> None:
+    """Exports ours' classifier (all-MiniLM-L6-v2 weights, tokenization in the graph)."""
     from keras_bert_lite.checkpoints.huggingface import load_hf_checkpoint, read_hf_config
     from keras_bert_lite.export import export_saved_model
     from keras_bert_lite.models.classifier import BertClassifier
@@ -78,8 +78,19 @@ def ours_predictor():
     encoder = BertEncoder(read_hf_config(directory))
     load_hf_checkpoint(encoder, directory)
     preprocessor = BertPreprocessor(os.path.join(directory, "vocab.txt"), seq_length=FLAGS.seq_length)
-    export_dir = os.path.join(tempfile.mkdtemp(), "classifier")
     export_saved_model(BertClassifier(encoder, NUM_CLASSES), preprocessor, export_dir)
+
+
+def ours_predictor():
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
+
+    export_dir = os.path.join(tempfile.mkdtemp(), "classifier")
+    argv = [sys.executable, __file__, f"--export_to={export_dir}", f"--seq_length={FLAGS.seq_length}"]
+    exported = subprocess.run(argv, capture_output=True, text=True)
+    if exported.returncode:
+        lines = exported.stderr.strip().splitlines() or ["no output"]
+        raise SystemExit(f"exporting ours' classifier failed: {lines[-1]}")
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
     return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
 
@@ -160,6 +171,9 @@ def measure(library: str) -> dict:
 
 def main(argv):
     del argv
+    if FLAGS.export_to:
+        export_ours(FLAGS.export_to)
+        return
     if FLAGS.worker:
         print(json.dumps(run_worker(FLAGS.worker)))
         return
