@@ -9,21 +9,30 @@ row): one sample could catch a loaded moment, and a low ceiling would flatter ev
 
     python benchmarks/bert_throughput.py                      # small-like and base, all peers
     python benchmarks/bert_throughput.py --configs=small --steps=10
+    # on a GPU: BERT-base and BERT-large, mixed precision and XLA, a GPU-sized batch
+    python benchmarks/bert_throughput.py --configs=base,large --batch_size=64 \
+        --libraries=ours_xla_bf16,ours_bf16,keras_hub_xla_bf16,hf_bf16
 
 Work measured:
 - train: one pre-training step on random ids: encoder forward + MLM logits gathered at 20 masked
   positions (+ NSP for keras_bert_lite; KerasHub's BertMaskedLM and Hugging Face's
   BertForMaskedLM have no NSP head, a [batch, H] x [H, 2] difference) + AdamW update.
 - infer: encoder forward only, dropout off.
-Rows: `ours`/`keras_hub` run the step as a plain `tf.function`, `*_xla` with `jit_compile=True`;
-`*_bf16` rows use bfloat16 matmuls (Keras' `mixed_bfloat16` policy, oneDNN bf16 kernels; for
-Hugging Face `torch.autocast("cpu", torch.bfloat16)`); `hf` is PyTorch eager. `matmuls`/
+Rows: `ours`/`keras_hub` run the step as a plain `tf.function`, `*_xla*` with `jit_compile=True`;
+`*_bf16` rows use bfloat16 matmuls (Keras' `mixed_bfloat16` policy, oneDNN bf16 kernels on CPUs;
+for Hugging Face `torch.autocast(device, torch.bfloat16)`); `hf` is PyTorch eager. `matmuls`/
 `matmuls_xla` run only the matrix products the FLOP count credits (same shapes, with the
 attention's head transposes; for training the forward's and their input and kernel gradients):
 a practical floor for the step time of any TensorFlow implementation that runs all the counted
 work (ours' training step runs less of it, see `% exec`), so the ratio against them says how much
 of ours' step goes to everything but the matmuls. The ratio column compares ours' best of the
-same precision (float32: `ours`, `ours_xla`; bf16: `ours_bf16`) with each row.
+same precision (float32: `ours`, `ours_xla`; bf16: `ours_bf16`, `ours_xla_bf16`) with each row.
+Devices: TensorFlow rows run on TensorFlow's default device (its first GPU if it sees one, where
+float32 matmuls use TF32), Hugging Face rows on CUDA if torch sees it; the table's header names
+both. On a GPU `peak MB` and `work MB` are the device allocator's peak (TensorFlow's
+`get_memory_info`, torch's `max_memory_allocated`), the ceiling is an [8192, 8192] x [8192, 8192]
+matmul (the CPU's [4096, 768] x [768, 3072] takes microseconds there), and a `large` training
+table is followed by NVIDIA's published figure for TF2 BERT-large.
 Memory: `peak MB` is the process's maximum resident set; `work MB` is that minus the resident set
 right after importing the framework and the library (TensorFlow alone is ~540 MB resident here,
 torch + transformers ~240 MB): the memory the work itself needs.
@@ -56,15 +65,21 @@ import tqdm  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("configs", ["small", "base"], "Configs: small (L4 H256 A4 I1024, batch 32) and base (batch 8).")
+flags.DEFINE_list(
+    "configs", ["small", "base"],
+    "Configs: small (L4 H256 A4 I1024, batch 32), base (L12 H768 A12 I3072, batch 8), large (L24 H1024 "
+    "A16 I4096, batch 8).",
+)
+flags.DEFINE_integer("batch_size", None, "Sequences per step for every config (default: each config's own).")
 flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
 flags.DEFINE_list(
     "libraries",
     ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "matmuls", "matmuls_xla",
      "ours_bf16", "keras_hub_bf16", "hf_bf16"],
-    "Rows to measure. Suffix _xla: steps compiled with jit_compile=True; _bf16: bfloat16 matmuls "
-    "(Keras mixed_bfloat16 policy / torch.autocast), compared only with bf16 rows; matmuls: only "
-    "the counted matrix products.",
+    "Rows to measure: ours, keras_hub, hf, matmuls; suffix _xla: steps compiled with "
+    "jit_compile=True (not hf); _bf16, also after _xla: bfloat16 matmuls (Keras mixed_bfloat16 "
+    "policy / torch.autocast), compared only with bf16 rows (not matmuls); matmuls: only the "
+    "counted matrix products.",
 )
 flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
@@ -75,14 +90,24 @@ flags.DEFINE_integer(
 flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
-CONFIGS = {  # layers, hidden, heads, intermediate, batch
+CONFIGS = {  # layers, hidden, heads, intermediate, default batch
     "small": (4, 256, 4, 1024, 32),
     "base": (12, 768, 12, 3072, 8),
+    "large": (24, 1024, 16, 4096, 8),
 }
+ROWS = {  # library, jit_compile, bf16
+    f"{library}{xla}{bf16}": (library, bool(xla), bool(bf16))
+    for library in ("ours", "keras_hub", "hf", "matmuls")
+    for xla in ("", "_xla")
+    for bf16 in ("", "_bf16")
+    if not (library == "hf" and xla) and not (library == "matmuls" and bf16)
+}
+# NVIDIA's published TF2 BERT-large pre-training throughput: one A100-80GB, mixed precision, seq 128.
+NVIDIA_BERT_LARGE_SEQ_PER_S = 485.6
 
 
-def flops_per_step(config: str, mode: str) -> float:
-    layers, hidden, _, intermediate, batch = CONFIGS[config]
+def flops_per_step(config: str, mode: str, batch: int) -> float:
+    layers, hidden, _, intermediate, _ = CONFIGS[config]
     layer_params = 4 * hidden * hidden + 2 * hidden * intermediate
     tokens = batch * SEQ
     forward = 2 * layer_params * layers * tokens + 4 * SEQ * SEQ * hidden * layers * batch
@@ -92,13 +117,13 @@ def flops_per_step(config: str, mode: str) -> float:
     return 3 * forward
 
 
-def executed_flops_per_step(library: str, config: str, mode: str) -> float:
+def executed_flops_per_step(library: str, config: str, mode: str, batch: int) -> float:
     """`flops_per_step` less what a library skips: ours' training step runs its last layer's
     queries, attention output and feed-forward at 1 + PREDICTIONS positions, keys and values at all."""
-    flops = flops_per_step(config, mode)
-    if mode == "infer" or not library.startswith("ours"):
+    flops = flops_per_step(config, mode, batch)
+    if mode == "infer" or ROWS[library][0] != "ours":
         return flops
-    _, hidden, _, intermediate, batch = CONFIGS[config]
+    _, hidden, _, intermediate, _ = CONFIGS[config]
     skipped_rows = batch * (SEQ - 1 - PREDICTIONS)
     skipped_forward = (
         2 * (2 * hidden * hidden + 2 * hidden * intermediate) * skipped_rows  # query, output, FFN
@@ -107,10 +132,9 @@ def executed_flops_per_step(library: str, config: str, mode: str) -> float:
     return flops - 3 * skipped_forward
 
 
-def random_batch(config: str):
+def random_batch(batch: int):
     import numpy as np
 
-    batch = CONFIGS[config][4]
     rng = np.random.default_rng(0)
     return {
         "ids": rng.integers(1000, VOCAB, (batch, SEQ)).astype("int32"),
@@ -131,7 +155,7 @@ def _time(step, steps: int, warmup: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False):
+def tf_step(library: str, config: str, mode: str, batch: int, xla: bool, bf16: bool = False):
     """Returns a no-argument callable running one step with TensorFlow (ours or KerasHub)."""
     import keras
     import tensorflow as tf
@@ -139,7 +163,7 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
     if bf16:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     layers, hidden, heads, intermediate, _ = CONFIGS[config]
-    data = random_batch(config)
+    data = random_batch(batch)
     if library == "ours":
         import keras_bert_lite as kbl
 
@@ -193,7 +217,7 @@ def tf_step(library: str, config: str, mode: str, xla: bool, bf16: bool = False)
     return lambda: train_step().numpy()
 
 
-def matmuls_step(config: str, mode: str, xla: bool):
+def matmuls_step(config: str, mode: str, batch: int, xla: bool):
     """Returns a no-argument `tf.function` that runs only the matrix products `flops_per_step`
     counts: per layer the fused query/key/value product, attention scores and context, attention
     output and both feed-forward products on all tokens; for training also the MLM transform and
@@ -203,7 +227,7 @@ def matmuls_step(config: str, mode: str, xla: bool):
     scaled once, before timing, so that the values stay near 1 (no denormals, no overflow)."""
     import tensorflow as tf
 
-    layers, hidden, heads, intermediate, batch = CONFIGS[config]
+    layers, hidden, heads, intermediate, _ = CONFIGS[config]
     tokens, size = batch * SEQ, hidden // heads
 
     def kernel(fan_in, fan_out):
@@ -254,32 +278,36 @@ def matmuls_step(config: str, mode: str, xla: bool):
     return step
 
 
-def torch_step(config: str, mode: str, bf16: bool = False):
-    """Returns a no-argument callable running one step of Hugging Face BertForMaskedLM on torch."""
+def torch_step(config: str, mode: str, batch: int, bf16: bool = False):
+    """Returns a no-argument callable running one step of Hugging Face BertForMaskedLM on torch
+    (CUDA if torch sees it, else the CPU); it returns once the device has finished the step."""
     import torch
     import transformers
 
     torch.set_num_threads(os.cpu_count() or 1)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    synchronize = torch.cuda.synchronize if device == "cuda" else lambda: None
     layers, hidden, heads, intermediate, _ = CONFIGS[config]
-    data = {k: torch.from_numpy(v).long() for k, v in random_batch(config).items()}
+    data = {k: torch.from_numpy(v).long().to(device) for k, v in random_batch(batch).items()}
     hf_config = transformers.BertConfig(
         vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=intermediate, hidden_act="gelu_new",
     )
-    model = transformers.BertForMaskedLM(hf_config)
+    model = transformers.BertForMaskedLM(hf_config).to(device)
     if mode == "infer":
         model.eval()
 
         def infer():
-            with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            with torch.inference_mode(), torch.autocast(device, torch.bfloat16, enabled=bf16):
                 model.bert(input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"])
+            synchronize()
 
         return infer
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
 
     def train():
-        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+        with torch.autocast(device, torch.bfloat16, enabled=bf16):
             hidden_states = model.bert(
                 input_ids=data["ids"], attention_mask=data["mask"], token_type_ids=data["types"]
             ).last_hidden_state
@@ -290,28 +318,48 @@ def torch_step(config: str, mode: str, bf16: bool = False):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        synchronize()
 
     return train
 
 
+def _tf_gpu() -> str | None:
+    """The name of the GPU TensorFlow runs on by default, or None on the CPU."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return None
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)
+
+
 def matmul_ceilings() -> dict:
     """The hardware's practical ceiling: {"float32": GFLOP/s, "bf16": GFLOP/s} of
-    `_matmul_gflops` in each precision."""
+    `_matmul_gflops` in each precision, and the device it ran on ("device": its name, "gpu": bool)."""
     import tensorflow as tf
 
-    return {"float32": _matmul_gflops(tf.float32), "bf16": _matmul_gflops(tf.bfloat16)}
+    gpu = _tf_gpu()
+    # A GPU multiplies the CPU's shape in microseconds, which would time the call, not the matmul.
+    shape = (8192, 8192, 8192) if gpu else (4096, 768, 3072)
+    return {
+        "float32": _matmul_gflops(tf.float32, shape),
+        "bf16": _matmul_gflops(tf.bfloat16, shape),
+        "device": gpu or f"{os.cpu_count()} CPUs, TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}",
+        "gpu": gpu is not None,
+    }
 
 
-def _matmul_gflops(dtype) -> float:
-    """GFLOP/s of a [4096, 768] x [768, 3072] tf.matmul in `dtype`: the best of 5 windows of 4
-    matmuls (~0.2 s each in float32)."""
+def _matmul_gflops(dtype, shape: tuple[int, int, int]) -> float:
+    """GFLOP/s of an [m, k] x [k, n] tf.matmul in `dtype` (`shape` = (m, k, n)): the best of 5
+    windows of 4 matmuls (~0.2 s each in float32 for the CPU's shape)."""
     import tensorflow as tf
 
-    a = tf.cast(tf.random.normal((4096, 768)), dtype)
-    b = tf.cast(tf.random.normal((768, 3072)), dtype)
+    m, k, n = shape
+    a = tf.cast(tf.random.normal((m, k)), dtype)
+    b = tf.cast(tf.random.normal((k, n)), dtype)
     step = tf.function(lambda: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)))
     seconds = min(_time(lambda: step().numpy(), 4, 2) for _ in range(5))
-    return 2 * 4096 * 768 * 3072 / seconds / 1e9
+    return 2 * m * k * n / seconds / 1e9
 
 
 def _resident_mb() -> float:
@@ -322,53 +370,74 @@ def _resident_mb() -> float:
 
 def _import_library(library: str) -> None:
     """Imports the framework and the library a row needs (so `work MB` excludes them)."""
-    if library.startswith("hf"):
+    if library == "hf":
         import torch  # noqa: F401
         import transformers  # noqa: F401
     else:
         import keras  # noqa: F401
         import tensorflow  # noqa: F401
 
-        if library.startswith("ours"):
+        if library == "ours":
             import keras_bert_lite  # noqa: F401
-        elif library.startswith("keras_hub"):
+        elif library == "keras_hub":
             import keras_hub  # noqa: F401
 
 
+def _device_peak_mb(library: str) -> float | None:
+    """The accelerator allocator's peak for this process, in MB; None on the CPU."""
+    if library == "hf":
+        import torch
+
+        return torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
+    import tensorflow as tf
+
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20 if _tf_gpu() else None
+
+
 def run_worker(spec: str) -> dict:
-    library, config, mode = spec.split(":")
-    if library == "ceiling":
+    row, config, mode = spec.split(":")
+    if row == "ceiling":
         return {"ceilings": matmul_ceilings()}
+    library, xla, bf16 = ROWS[row]
+    batch = FLAGS.batch_size or CONFIGS[config][4]
     _import_library(library)
     imported_mb = _resident_mb()
-    bf16 = library.endswith("_bf16")
-    if library.startswith("hf"):
-        step = torch_step(config, mode, bf16=bf16)
-    elif library.startswith("matmuls"):
-        products = matmuls_step(config, mode, xla=library.endswith("_xla"))
+    if library == "hf":
+        step = torch_step(config, mode, batch, bf16=bf16)
+    elif library == "matmuls":
+        products = matmuls_step(config, mode, batch, xla=xla)
 
         def step():
             return [value.numpy() for value in products()]
     else:
-        name = "keras_hub" if library.startswith("keras_hub") else "ours"
-        step = tf_step(name, config, mode, xla=library.endswith("_xla"), bf16=bf16)
+        step = tf_step(library, config, mode, batch, xla=xla, bf16=bf16)
     seconds = _time(step, FLAGS.steps, FLAGS.warmup)
-    batch = CONFIGS[config][4]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    work_mb = peak_mb - imported_mb
+    device_peak_mb = _device_peak_mb(library)
+    if device_peak_mb is not None:  # on an accelerator, its memory is what the work needs
+        peak_mb = work_mb = device_peak_mb
     result = {
         "seq_per_s": batch / seconds,
-        "gflops": flops_per_step(config, mode) / seconds / 1e9,
-        "executed_gflops": executed_flops_per_step(library, config, mode) / seconds / 1e9,
+        "gflops": flops_per_step(config, mode, batch) / seconds / 1e9,
+        "executed_gflops": executed_flops_per_step(row, config, mode, batch) / seconds / 1e9,
         "peak_mb": peak_mb,
-        "work_mb": peak_mb - imported_mb,
+        "work_mb": work_mb,
     }
-    if not library.startswith("hf"):  # one more ceiling sample, right after a TensorFlow row
+    if library != "hf":  # one more ceiling sample, right after a TensorFlow row
         result["ceilings"] = matmul_ceilings()
+    else:
+        import torch
+
+        if torch.cuda.is_available():
+            result["device"] = torch.cuda.get_device_name()
     return result
 
 
 def measure(spec: str) -> dict:
     argv = [sys.executable, __file__, f"--worker={spec}", f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}"]
+    if FLAGS.batch_size:
+        argv.append(f"--batch_size={FLAGS.batch_size}")
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
@@ -386,6 +455,10 @@ def main(argv):
     if FLAGS.worker:
         print(json.dumps(run_worker(FLAGS.worker)))
         return
+    unknown = sorted(set(FLAGS.libraries) - set(ROWS)) + sorted(set(FLAGS.configs) - set(CONFIGS))
+    if unknown:
+        raise app.UsageError(f"unknown rows or configs {unknown}; rows: {', '.join(ROWS)}; "
+                             f"configs: {', '.join(CONFIGS)}.")
     specs = ["ceiling:-:-"] + [
         f"{lib}:{config}:{mode}" for config in FLAGS.configs for mode in FLAGS.modes for lib in FLAGS.libraries
     ]
@@ -398,15 +471,19 @@ def main(argv):
     progress.close()
     # The ceiling is sampled in its own process each round and after every TensorFlow row, so a
     # moment of load from elsewhere cannot lower it (a low ceiling would flatter every row).
+    results = [r for spec_results in runs.values() for r in spec_results]
     ceilings = {}
     for precision in ("float32", "bf16"):
-        samples = [r["ceilings"][precision] for results in runs.values() for r in results if "ceilings" in r]
+        samples = [r["ceilings"][precision] for r in results if "ceilings" in r]
         ceilings[precision] = max(samples, default=float("nan"))
         print(f"tf.matmul ceiling, {precision}: {ceilings[precision]:.1f} GFLOP/s "
               f"(best of {len(samples)} samples across the run, min {min(samples, default=float('nan')):.1f})")
-    print(f"TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}\n")
-    header = (f"{'config':6} {'job':5} {'library':15} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'% exec':>7} "
+    tf_devices = {r["ceilings"]["device"] for r in results if "ceilings" in r}
+    on_gpu = any(r["ceilings"]["gpu"] for r in results if "ceilings" in r)
+    torch_devices = {r["device"] for r in results if "device" in r}
+    print(f"TensorFlow on {', '.join(sorted(tf_devices)) or '-'}; torch on "
+          f"{', '.join(sorted(torch_devices)) or f'{os.cpu_count()} CPUs'}; load average {os.getloadavg()[0]:.1f}\n")
+    header = (f"{'config':6} {'job':5} {'library':18} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'% exec':>7} "
               f"{'peak MB':>8} "
               f"{'work MB':>8}  ours/this (same precision)")
     print(header)
@@ -416,18 +493,22 @@ def main(argv):
             rows = {lib: best_of(runs[f"{lib}:{config}:{mode}"]) for lib in FLAGS.libraries}
             ours = {  # ours' best per precision
                 precision: max((r.get("seq_per_s", 0) for lib, r in rows.items() if lib in libs), default=0)
-                for precision, libs in (("float32", ("ours", "ours_xla")), ("bf16", ("ours_bf16",)))
+                for precision, libs in (("float32", ("ours", "ours_xla")), ("bf16", ("ours_bf16", "ours_xla_bf16")))
             }
             for lib, r in rows.items():
                 if "error" in r:
-                    print(f"{config:6} {mode:5} {lib:15} error: {r['error'][:80]}")
+                    print(f"{config:6} {mode:5} {lib:18} error: {r['error'][:80]}")
                     continue
-                precision = "bf16" if lib.endswith("_bf16") else "float32"
+                precision = "bf16" if ROWS[lib][2] else "float32"
                 pct, pct_executed = (100 * r[key] / ceilings[precision] for key in ("gflops", "executed_gflops"))
                 best = ours[precision]
                 ratio = f"{best / r['seq_per_s']:.2f}x" if best else "-"
-                print(f"{config:6} {mode:5} {lib:15} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% {pct_executed:6.1f}% "
+                print(f"{config:6} {mode:5} {lib:18} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% {pct_executed:6.1f}% "
                       f"{r['peak_mb']:8.0f} {r['work_mb']:8.0f}  {ratio}")
+            if config == "large" and mode == "train" and on_gpu and ours["bf16"]:
+                print(f"NVIDIA's published TF2 BERT-large pre-training, one A100-80GB, mixed precision, seq 128: "
+                      f"{NVIDIA_BERT_LARGE_SEQ_PER_S} seq/s; ours' best bf16 row here: {ours['bf16']:.1f} seq/s "
+                      f"({ours['bf16'] / NVIDIA_BERT_LARGE_SEQ_PER_S:.2f}x)")
             sys.stdout.flush()
 
 if __name__ == "__main__":

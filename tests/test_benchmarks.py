@@ -1,8 +1,11 @@
-"""`benchmarks/bert_throughput.py`: its `matmuls` rows run exactly the work its FLOP count credits."""
+"""`benchmarks/bert_throughput.py`: its `matmuls` rows run exactly the work its FLOP count credits,
+and a short run prints a complete table."""
 
 import importlib.util
 import os
 import pathlib
+import subprocess
+import sys
 from unittest import mock
 
 import pytest
@@ -37,8 +40,34 @@ def _matmul_flops(graph) -> int:
 
 @pytest.mark.parametrize("mode", ["infer", "train"])
 def test_matmuls_rows_run_the_counted_flops(bert_throughput, mode):
-    step = bert_throughput.matmuls_step("small", mode, xla=False)
+    step = bert_throughput.matmuls_step("small", mode, batch=2, xla=False)
     graph = step.get_concrete_function().graph
-    assert _matmul_flops(graph) == bert_throughput.flops_per_step("small", mode)
+    assert _matmul_flops(graph) == bert_throughput.flops_per_step("small", mode, batch=2)
     outputs = step()
     assert len(outputs) == (1 if mode == "infer" else 3 + 4 * 4)  # inputs, MLM head, 4 per layer
+
+
+def _run(*flags):
+    return subprocess.run([sys.executable, str(BENCHMARK), *flags], capture_output=True, text=True, timeout=600)
+
+
+def test_short_run_prints_every_row_with_ratios_per_precision():
+    done = _run("--configs=small", "--modes=infer", "--libraries=ours,ours_xla_bf16,matmuls",
+                "--batch_size=2", "--steps=1", "--warmup=1", "--rounds=1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("tf.matmul ceiling, float32: ") for line in lines)
+    assert any(line.startswith("TensorFlow on ") for line in lines)
+    rows = {line.split()[2]: line.split() for line in lines if line.startswith("small  infer ")}
+    assert set(rows) == {"ours", "ours_xla_bf16", "matmuls"}, done.stdout
+    for row in rows.values():
+        assert "error:" not in row and float(row[3]) > 0, row
+    assert rows["ours"][-1] == "1.00x" and rows["ours_xla_bf16"][-1] == "1.00x"  # each its precision's best
+    # ours' speed over each row's, from the printed speeds (rounded to 0.1 seq/s)
+    assert abs(float(rows["matmuls"][-1][:-1]) - float(rows["ours"][3]) / float(rows["matmuls"][3])) < 0.015
+
+
+def test_unknown_rows_and_configs_are_named():
+    done = _run("--configs=huge", "--libraries=ours,hf_xla")
+    assert done.returncode != 0
+    assert "unknown rows or configs ['hf_xla', 'huge']" in done.stderr
