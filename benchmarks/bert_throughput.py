@@ -323,8 +323,12 @@ def torch_step(config: str, mode: str, batch: int, bf16: bool = False):
     return train
 
 
-def _tf_gpu() -> str | None:
-    """The name of the GPU TensorFlow runs on by default, or None on the CPU."""
+def _gpu_name(library: str) -> str | None:
+    """The GPU a row's framework runs on by default (torch for `hf`, else TensorFlow), or None."""
+    if library == "hf":
+        import torch
+
+        return torch.cuda.get_device_name() if torch.cuda.is_available() else None
     import tensorflow as tf
 
     gpus = tf.config.list_physical_devices("GPU")
@@ -335,18 +339,12 @@ def _tf_gpu() -> str | None:
 
 def matmul_ceilings() -> dict:
     """The hardware's practical ceiling: {"float32": GFLOP/s, "bf16": GFLOP/s} of
-    `_matmul_gflops` in each precision, and the device it ran on ("device": its name, "gpu": bool)."""
+    `_matmul_gflops` in each precision, on TensorFlow's default device."""
     import tensorflow as tf
 
-    gpu = _tf_gpu()
     # A GPU multiplies the CPU's shape in microseconds, which would time the call, not the matmul.
-    shape = (8192, 8192, 8192) if gpu else (4096, 768, 3072)
-    return {
-        "float32": _matmul_gflops(tf.float32, shape),
-        "bf16": _matmul_gflops(tf.bfloat16, shape),
-        "device": gpu or f"{os.cpu_count()} CPUs, TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}",
-        "gpu": gpu is not None,
-    }
+    shape = (8192, 8192, 8192) if _gpu_name("tf") else (4096, 768, 3072)
+    return {"float32": _matmul_gflops(tf.float32, shape), "bf16": _matmul_gflops(tf.bfloat16, shape)}
 
 
 def _matmul_gflops(dtype, shape: tuple[int, int, int]) -> float:
@@ -383,15 +381,15 @@ def _import_library(library: str) -> None:
             import keras_hub  # noqa: F401
 
 
-def _device_peak_mb(library: str) -> float | None:
-    """The accelerator allocator's peak for this process, in MB; None on the CPU."""
+def _gpu_peak_mb(library: str) -> float:
+    """The GPU allocator's peak for this process (torch's for `hf`, else TensorFlow's), in MB."""
     if library == "hf":
         import torch
 
-        return torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
+        return torch.cuda.max_memory_allocated() / 2**20
     import tensorflow as tf
 
-    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20 if _tf_gpu() else None
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
 
 
 def run_worker(spec: str) -> dict:
@@ -414,23 +412,19 @@ def run_worker(spec: str) -> dict:
     seconds = _time(step, FLAGS.steps, FLAGS.warmup)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     work_mb = peak_mb - imported_mb
-    device_peak_mb = _device_peak_mb(library)
-    if device_peak_mb is not None:  # on an accelerator, its memory is what the work needs
-        peak_mb = work_mb = device_peak_mb
+    gpu = _gpu_name(library)
+    if gpu:  # on an accelerator, its memory is what the work needs
+        peak_mb = work_mb = _gpu_peak_mb(library)
     result = {
         "seq_per_s": batch / seconds,
         "gflops": flops_per_step(config, mode, batch) / seconds / 1e9,
         "executed_gflops": executed_flops_per_step(row, config, mode, batch) / seconds / 1e9,
         "peak_mb": peak_mb,
         "work_mb": work_mb,
+        "gpu": gpu,
     }
     if library != "hf":  # one more ceiling sample, right after a TensorFlow row
         result["ceilings"] = matmul_ceilings()
-    else:
-        import torch
-
-        if torch.cuda.is_available():
-            result["device"] = torch.cuda.get_device_name()
     return result
 
 
@@ -469,6 +463,11 @@ def main(argv):
             runs[spec].append(measure(spec))
             progress.update()
     progress.close()
+    gpus = {"TensorFlow": set(), "torch": set()}  # the GPUs each framework's rows ran on
+    for spec, spec_results in runs.items():
+        for r in spec_results:
+            if r.get("gpu"):
+                gpus["torch" if ROWS[spec.split(":")[0]][0] == "hf" else "TensorFlow"].add(r["gpu"])
     # The ceiling is sampled in its own process each round and after every TensorFlow row, so a
     # moment of load from elsewhere cannot lower it (a low ceiling would flatter every row).
     results = [r for spec_results in runs.values() for r in spec_results]
@@ -478,11 +477,10 @@ def main(argv):
         ceilings[precision] = max(samples, default=float("nan"))
         print(f"tf.matmul ceiling, {precision}: {ceilings[precision]:.1f} GFLOP/s "
               f"(best of {len(samples)} samples across the run, min {min(samples, default=float('nan')):.1f})")
-    tf_devices = {r["ceilings"]["device"] for r in results if "ceilings" in r}
-    on_gpu = any(r["ceilings"]["gpu"] for r in results if "ceilings" in r)
-    torch_devices = {r["device"] for r in results if "device" in r}
-    print(f"TensorFlow on {', '.join(sorted(tf_devices)) or '-'}; torch on "
-          f"{', '.join(sorted(torch_devices)) or f'{os.cpu_count()} CPUs'}; load average {os.getloadavg()[0]:.1f}\n")
+    cpus = f"{os.cpu_count()} CPUs"
+    print(f"TensorFlow on {', '.join(sorted(gpus['TensorFlow'])) or cpus} "
+          f"(TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}); "
+          f"torch on {', '.join(sorted(gpus['torch'])) or cpus}; load average {os.getloadavg()[0]:.1f}\n")
     header = (f"{'config':6} {'job':5} {'library':18} {'seq/s':>8} {'GFLOP/s':>8} {'% ceil':>7} {'% exec':>7} "
               f"{'peak MB':>8} "
               f"{'work MB':>8}  ours/this (same precision)")
@@ -505,7 +503,7 @@ def main(argv):
                 ratio = f"{best / r['seq_per_s']:.2f}x" if best else "-"
                 print(f"{config:6} {mode:5} {lib:18} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% {pct_executed:6.1f}% "
                       f"{r['peak_mb']:8.0f} {r['work_mb']:8.0f}  {ratio}")
-            if config == "large" and mode == "train" and on_gpu and ours["bf16"]:
+            if config == "large" and mode == "train" and gpus["TensorFlow"] and ours["bf16"]:
                 print(f"NVIDIA's published TF2 BERT-large pre-training, one A100-80GB, mixed precision, seq 128: "
                       f"{NVIDIA_BERT_LARGE_SEQ_PER_S} seq/s; ours' best bf16 row here: {ours['bf16']:.1f} seq/s "
                       f"({ours['bf16'] / NVIDIA_BERT_LARGE_SEQ_PER_S:.2f}x)")
