@@ -444,6 +444,24 @@ def best_of(results: list[dict]) -> dict:
     return max(good, key=lambda r: r["gflops"]) if good else results[-1]
 
 
+def matmuls_lead_line(rows: dict) -> str | None:
+    """How much faster the step's matrix products alone (the fastest `matmuls*` row) run than each
+    peer's fastest float32 row, from a table's `rows` ({row name: measurement}): the most a float32
+    step that runs all of these products can lead that peer by on this device. None without a
+    matmuls row or a float32 peer row."""
+
+    def fastest(library: str) -> float:
+        return max((r["seq_per_s"] for lib, r in rows.items()
+                    if "error" not in r and ROWS[lib][0] == library and not ROWS[lib][2]), default=0)
+
+    products = fastest("matmuls")
+    leads = [f"{products / fastest(peer):.2f}x {peer}'s" for peer in ("keras_hub", "hf") if fastest(peer)]
+    if not products or not leads:
+        return None
+    return (f"the matmuls alone ({products:.1f} seq/s) are {' and '.join(leads)} best float32 row: "
+            "the most a float32 step running all of them can lead by here")
+
+
 def main(argv):
     del argv
     if FLAGS.worker:
@@ -503,6 +521,9 @@ def main(argv):
                 ratio = f"{best / r['seq_per_s']:.2f}x" if best else "-"
                 print(f"{config:6} {mode:5} {lib:18} {r['seq_per_s']:8.1f} {r['gflops']:8.1f} {pct:6.1f}% {pct_executed:6.1f}% "
                       f"{r['peak_mb']:8.0f} {r['work_mb']:8.0f}  {ratio}")
+            lead = matmuls_lead_line(rows)
+            if lead:
+                print(lead)
             if config == "large" and mode == "train" and gpus["TensorFlow"] and ours["bf16"]:
                 print(f"NVIDIA's published TF2 BERT-large pre-training, one A100-80GB, mixed precision, seq 128: "
                       f"{NVIDIA_BERT_LARGE_SEQ_PER_S} seq/s; ours' best bf16 row here: {ours['bf16']:.1f} seq/s "

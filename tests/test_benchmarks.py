@@ -71,3 +71,20 @@ def test_unknown_rows_and_configs_are_named():
     done = _run("--configs=huge", "--libraries=ours,hf_xla")
     assert done.returncode != 0
     assert "unknown rows or configs ['hf_xla', 'huge']" in done.stderr
+
+
+def test_matmuls_lead_line_divides_the_fastest_products_by_each_peers_fastest_float32_row(bert_throughput):
+    rows = {
+        "ours": {"seq_per_s": 90.0},
+        "keras_hub": {"seq_per_s": 60.0},
+        "keras_hub_xla": {"seq_per_s": 80.0},
+        "keras_hub_bf16": {"seq_per_s": 200.0},  # another precision: not a float32 peer
+        "hf": {"error": "failed"},
+        "matmuls": {"seq_per_s": 100.0},
+        "matmuls_xla": {"seq_per_s": 96.0},
+    }
+    line = bert_throughput.matmuls_lead_line(rows)
+    assert line.startswith("the matmuls alone (100.0 seq/s) are 1.25x keras_hub's best float32 row"), line
+    rows["hf"] = {"seq_per_s": 40.0}
+    assert "1.25x keras_hub's and 2.50x hf's best float32 row" in bert_throughput.matmuls_lead_line(rows)
+    assert bert_throughput.matmuls_lead_line({"ours": {"seq_per_s": 1.0}, "matmuls": {"seq_per_s": 2.0}}) is None
