@@ -27,6 +27,8 @@ a practical floor for the step time of any TensorFlow implementation that runs a
 work (ours' training step runs less of it, see `% exec`), so the ratio against them says how much
 of ours' step goes to everything but the matmuls. The ratio column compares ours' best of the
 same precision (float32: `ours`, `ours_xla`; bf16: `ours_bf16`, `ours_xla_bf16`) with each row.
+Under each table a line divides the fastest `matmuls*` row by each peer's fastest float32 row: the
+most a float32 step that runs all of those products can lead that peer by on this device.
 Devices: TensorFlow rows run on TensorFlow's default device (its first GPU if it sees one, where
 float32 matmuls use TF32), Hugging Face rows on CUDA if torch sees it; the table's header names
 both. On a GPU `peak MB` and `work MB` are the device allocator's peak (TensorFlow's
@@ -34,8 +36,9 @@ both. On a GPU `peak MB` and `work MB` are the device allocator's peak (TensorFl
 matmul (the CPU's [4096, 768] x [768, 3072] takes microseconds there), and a `large` training
 table is followed by NVIDIA's published figure for TF2 BERT-large.
 Memory: `peak MB` is the process's maximum resident set; `work MB` is that minus the resident set
-right after importing the framework and the library (TensorFlow alone is ~540 MB resident here,
-torch + transformers ~240 MB): the memory the work itself needs.
+right after importing the framework and the library (TensorFlow alone is 540-680 MB resident here,
+depending on how many of its library pages get mapped; torch + transformers 240-380 MB): the
+memory the work itself needs.
 FLOPs are counted as: forward = 2 x (transformer-layer parameters) x tokens + attention
 4 x S^2 x H x L x B + MLM head 2 x (H^2 + H x V) x B x P; training = 3 x forward. Embedding
 look-ups are not counted. GFLOP/s = FLOPs / step time, the same count for every library (model
