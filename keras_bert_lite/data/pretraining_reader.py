@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from keras_bert_lite.data.corpora import expand_file_patterns
-from keras_bert_lite.text.masking import MaskedLMMasker
-from keras_bert_lite.text.tokenizer import BertTokenizer
+from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
+from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer
 
 # Features of the original format whose length is max_seq_length / max_predictions_per_seq.
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
@@ -69,15 +69,20 @@ def pretraining_dataset(
             `input_context.get_per_replica_batch_size(batch_size)` examples per batch.
         seq_length: max_seq_length the files were written with.
         max_predictions_per_seq: max_predictions_per_seq the files were written with.
-        dynamic_masking: ignore the stored masks and draw new ones with `masker` on every read.
-        masker: the `MaskedLMMasker` for dynamic masking; its `max_predictions_per_seq` must
-            equal `max_predictions_per_seq`.
+        dynamic_masking: ignore the stored masks and draw new ones every time a record is read
+            (new masks every epoch). The masks come from stateless random ops seeded per batch by
+            a `tf.data.Dataset.random` stream, so the dataset's iterator holds no variable and can
+            be saved in a `tf.train.Checkpoint` (a resumed run continues the same mask sequence),
+            and a seed reproduces every mask.
+        masker: the `MaskedLMMasker` whose settings (rates, special tokens, whole words) define the
+            dynamic masks; its `max_predictions_per_seq` must equal `max_predictions_per_seq`.
+            Its seed is used when `seed` is None; its own seed state is not advanced.
         vocabulary: alternatively, a vocab.txt path or token list from which a default masker
             (15 % selection, 80/10/10, [CLS]/[SEP]/[PAD] never selected) is built.
         is_training: shuffle files and records and repeat forever; otherwise read the files
             once, in order.
         shuffle_buffer: records in the shuffle buffer when training.
-        seed: seed of the shuffles and of the default dynamic masker.
+        seed: seed of the shuffles and of the dynamic masks.
         input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`; files
             (or, with fewer files than pipelines, records) are sharded per input pipeline.
         drop_remainder: drop a last partial batch, so every batch has a static shape.
@@ -135,7 +140,12 @@ def pretraining_dataset(
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     if dynamic_masking:
-        dataset = dataset.map(lambda features: _remask(features, masker))
+        mask_seeds = tf.data.Dataset.random(
+            seed=masker.seed if seed is None else seed, rerandomize_each_iteration=True
+        )
+        dataset = tf.data.Dataset.zip(dataset, mask_seeds).map(
+            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index]))
+        )
     return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
 
 
@@ -194,15 +204,34 @@ def _parse_batch(
     return features
 
 
-def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker) -> dict[str, tf.Tensor]:
-    """Restores the unmasked ids from the stored labels and draws new masks."""
+def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:
+    """Restores the unmasked ids from the stored labels and draws new masks from `seed` [2] int64.
+
+    The masker's settings are applied through the stateless `mask_tokens`, not through the layer's
+    call, whose seed generator is a variable that would make the iterator impossible to save.
+    """
     selected = features["masked_lm_weights"] > 0
     rows = tf.broadcast_to(tf.range(tf.shape(selected)[0])[:, tf.newaxis], tf.shape(selected))
     indices = tf.boolean_mask(tf.stack([rows, features["masked_lm_positions"]], axis=-1), selected)
     original = tf.tensor_scatter_nd_update(
         features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
     )
-    masked = masker(original)
+    continuation_ids = None
+    if masker.whole_word_masking:
+        continuation_ids = [i for i, token in enumerate(masker.vocabulary) if token.startswith(SUFFIX_INDICATOR)]
+    masked = mask_tokens(
+        original,
+        seed,
+        vocab_size=masker.vocab_size,
+        mask_token_id=masker.mask_token_id,
+        special_token_ids=masker.special_token_ids,
+        padding_id=masker.padding_id,
+        selection_rate=masker.selection_rate,
+        mask_token_rate=masker.mask_token_rate,
+        random_token_rate=masker.random_token_rate,
+        max_predictions_per_seq=masker.max_predictions_per_seq,
+        continuation_ids=continuation_ids,
+    )
     features = dict(features)
     features["input_ids"] = tf.ensure_shape(tf.cast(masked["input_word_ids"], tf.int32), original.shape)
     for name in _PREDICTION_FEATURES:

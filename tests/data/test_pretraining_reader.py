@@ -211,3 +211,52 @@ def test_missing_feature_is_reported(tmp_path):
         tf.errors.InvalidArgumentError, match=r"feature masked_lm_weights has 0 values.*missing\.tfrecord"
     ):
         list(pretraining_dataset(path, 1, 128, 20, is_training=False))
+
+
+def _dynamic(files, real_vocab_file, data_helpers, **kwargs):
+    return pretraining_dataset(
+        files, 16, data_helpers.seq_length, data_helpers.max_predictions, dynamic_masking=True,
+        vocabulary=real_vocab_file, **kwargs,
+    )
+
+
+def _batches(iterator, count):
+    return [tf.nest.map_structure(lambda t: t.numpy(), next(iterator)) for _ in range(count)]
+
+
+def test_dynamic_masking_iterator_saves_and_resumes(small_generated, real_vocab_file, data_helpers, tmp_path):
+    """A mid-stream checkpoint of the iterator restores into a new dataset: the same next batches."""
+    _, files, _ = small_generated
+    iterator = iter(_dynamic(files, real_vocab_file, data_helpers, seed=5, shuffle_buffer=50))
+    _batches(iterator, 3)
+    path = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    expected = _batches(iterator, 3)
+    resumed = iter(_dynamic(files, real_vocab_file, data_helpers, seed=5, shuffle_buffer=50))
+    tf.train.Checkpoint(iterator=resumed).restore(path).assert_consumed()
+    for got, want in zip(_batches(resumed, 3), expected):
+        tf.nest.map_structure(np.testing.assert_array_equal, got, want)
+    # A seed reproduces the masks from the start; another seed draws others.
+    first = _batches(iter(_dynamic(files, real_vocab_file, data_helpers, seed=5, shuffle_buffer=50)), 1)[0]
+    again = _batches(iter(_dynamic(files, real_vocab_file, data_helpers, seed=5, shuffle_buffer=50)), 1)[0]
+    tf.nest.map_structure(np.testing.assert_array_equal, first, again)
+    other = _batches(iter(_dynamic(files, real_vocab_file, data_helpers, seed=6, shuffle_buffer=50)), 1)[0]
+    assert not np.array_equal(other[0]["masked_lm_positions"], first[0]["masked_lm_positions"])
+
+
+def test_dynamic_masking_draws_new_masks_every_epoch(small_generated, real_vocab_file, data_helpers):
+    _, files, _ = small_generated
+    records = sum(1 for _ in tf.data.TFRecordDataset(files[:1]))
+    dataset = _dynamic(files[:1], real_vocab_file, data_helpers, seed=1, shuffle_buffer=1)
+    seen: dict[bytes, list] = {}
+    for features, labels in dataset.take(2 * records // 16 + 1):
+        merged = {
+            "input_ids": features["input_word_ids"].numpy(),
+            "masked_lm_positions": features["masked_lm_positions"].numpy(),
+            "masked_lm_ids": labels["masked_lm_ids"].numpy(),
+            "masked_lm_weights": labels["masked_lm_weights"].numpy(),
+        }
+        for row, text in enumerate(data_helpers.unmasked_ids(merged)):
+            seen.setdefault(text.tobytes(), []).append(merged["masked_lm_positions"][row].tobytes())
+    twice = [masks for masks in seen.values() if len(masks) >= 2]
+    assert len(twice) > records // 2
+    assert np.mean([masks[0] != masks[1] for masks in twice]) > 0.9
