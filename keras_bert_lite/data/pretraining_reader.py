@@ -15,35 +15,10 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_bert_lite.data.corpora import expand_file_patterns
+from keras_bert_lite.data.pretraining_files import check_pretraining_files, check_shape_arguments
+from keras_bert_lite.data.pretraining_format import PREDICTION_FEATURES, SEQUENCE_FEATURES
 from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
 from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer
-
-# Features of the original format whose length is max_seq_length / max_predictions_per_seq.
-_SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
-_PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-
-
-def pretraining_feature_spec(
-    seq_length: int, max_predictions_per_seq: int
-) -> dict[str, tf.io.FixedLenFeature]:
-    """The original `run_pretraining.py` parsing spec of the BERT pre-training TFRecord format.
-
-    Args:
-        seq_length: max_seq_length the data was written with.
-        max_predictions_per_seq: max_predictions_per_seq the data was written with.
-
-    Returns:
-        Feature name -> `tf.io.FixedLenFeature`: input_ids, input_mask, segment_ids
-        [seq_length] int64; masked_lm_positions, masked_lm_ids [max_predictions_per_seq] int64;
-        masked_lm_weights [max_predictions_per_seq] float32; next_sentence_labels [1] int64.
-    """
-    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _SEQUENCE_FEATURES}
-    for name in _PREDICTION_FEATURES:
-        dtype = tf.float32 if name == "masked_lm_weights" else tf.int64
-        spec[name] = tf.io.FixedLenFeature([max_predictions_per_seq], dtype)
-    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
-    return spec
 
 
 def pretraining_dataset(
@@ -60,6 +35,7 @@ def pretraining_dataset(
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
     drop_remainder: bool = True,
+    vocab_size: int | None = None,
 ) -> tf.data.Dataset:
     """Reads pre-training TFRecords into `(features, labels)` batches for `BertPretrainer`.
 
@@ -86,6 +62,8 @@ def pretraining_dataset(
         input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`; files
             (or, with fewer files than pipelines, records) are sharded per input pipeline.
         drop_remainder: drop a last partial batch, so every batch has a static shape.
+        vocab_size: when given, ids at or above it are reported (data written with another
+            vocabulary) instead of reaching the model.
 
     Returns:
         A dataset of `(features, labels)`: features `input_word_ids`, `input_mask`,
@@ -97,16 +75,16 @@ def pretraining_dataset(
 
     Raises:
         FileNotFoundError: a pattern matches no file.
-        ValueError: inconsistent arguments.
+        ValueError: inconsistent arguments, or what `check_pretraining_files` reports (unreadable
+            files, first records of another shape or vocabulary, no record at all), before any
+            batch is read. Empty files are left out, so training never waits on them forever.
     """
-    if batch_size < 1 or seq_length < 1 or max_predictions_per_seq < 1:
-        raise ValueError(
-            f"batch_size, seq_length and max_predictions_per_seq must be positive, got {batch_size}, "
-            f"{seq_length}, {max_predictions_per_seq}."
-        )
+    check_shape_arguments(seq_length, max_predictions_per_seq, vocab_size)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}.")
     if dynamic_masking:
         masker = _dynamic_masker(masker, vocabulary, max_predictions_per_seq, seed)
-    files = expand_file_patterns(file_patterns)
+    files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     shards, shard_index = 1, 0
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
@@ -173,8 +151,8 @@ def _parse_batch(
     paths: tf.Tensor, records: tf.Tensor, seq_length: int, max_predictions_per_seq: int
 ) -> dict[str, tf.Tensor]:
     """Parses a batch of serialized examples, checking every feature's length per record."""
-    lengths = dict.fromkeys(_SEQUENCE_FEATURES, seq_length)
-    lengths.update(dict.fromkeys(_PREDICTION_FEATURES, max_predictions_per_seq))
+    lengths = dict.fromkeys(SEQUENCE_FEATURES, seq_length)
+    lengths.update(dict.fromkeys(PREDICTION_FEATURES, max_predictions_per_seq))
     lengths["next_sentence_labels"] = 1
     spec = {
         name: tf.io.RaggedFeature(
@@ -234,7 +212,7 @@ def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Ten
     )
     features = dict(features)
     features["input_ids"] = tf.ensure_shape(tf.cast(masked["input_word_ids"], tf.int32), original.shape)
-    for name in _PREDICTION_FEATURES:
+    for name in PREDICTION_FEATURES:
         dtype = tf.float32 if name == "masked_lm_weights" else tf.int32
         features[name] = tf.ensure_shape(tf.cast(masked[name], dtype), features[name].shape)
     return features
