@@ -33,6 +33,7 @@ CONFIG_NAME = "config.json"
 SAFETENSORS_NAME = "model.safetensors"
 SAFETENSORS_INDEX_NAME = "model.safetensors.index.json"
 PYTORCH_NAME = "pytorch_model.bin"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 
 # Hugging Face `hidden_act` -> ours. HF's "gelu" is the exact erf form; its tanh approximations
 # ("gelu_new", "gelu_pytorch_tanh") are BERT's original GELU, our "gelu".
@@ -70,10 +71,14 @@ _SHAPELESS_FIELDS = ("num_attention_heads", "hidden_act", "layer_norm_eps")
 def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> BertConfig:
     """Converts a Hugging Face BERT `config.json` dict into a `BertConfig`.
 
+    Keys a `config.json` leaves out take `transformers.BertConfig`'s defaults, as in `transformers`.
+
     Raises:
-        ValueError: naming `source` and the field, for a model that is not a BERT with absolute
-            positions, or an activation we do not implement.
+        ValueError: naming `source` (and the field): not a JSON object, a model that is not a BERT
+            with absolute positions, an activation we do not implement, or an invalid value.
     """
+    if not isinstance(values, dict):
+        raise ValueError(f"{source}: expected a JSON object of config fields, got {type(values).__name__}.")
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
         raise ValueError(f"{source}: model_type {model_type!r} is not a BERT model ('bert').")
@@ -81,7 +86,7 @@ def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> Be
     if position_type != "absolute":
         raise ValueError(f"{source}: position_embedding_type {position_type!r} is not supported (only 'absolute').")
     fields = {key: values.get(key, default) for key, default in _HF_DEFAULTS.items()}
-    if fields["hidden_act"] not in _ACTIVATIONS_FROM_HF:
+    if not isinstance(fields["hidden_act"], str) or fields["hidden_act"] not in _ACTIVATIONS_FROM_HF:
         raise ValueError(
             f"{source}: hidden_act {fields['hidden_act']!r} is not supported; expected one of "
             f"{sorted(_ACTIVATIONS_FROM_HF)}."
@@ -89,7 +94,7 @@ def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> Be
     fields["hidden_act"] = _ACTIVATIONS_FROM_HF[fields["hidden_act"]]
     try:
         return BertConfig(**fields)
-    except (TypeError, ValueError) as e:
+    except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
 
 
@@ -104,8 +109,16 @@ def hf_config_from_bert(config: BertConfig, architecture: str = "BertModel") -> 
 
 
 def read_hf_config(directory: str | os.PathLike) -> BertConfig:
-    """Reads `directory/config.json` as a `BertConfig` (see `bert_config_from_hf`)."""
-    path = os.path.join(os.fspath(directory), CONFIG_NAME)
+    """Reads `directory/config.json` as a `BertConfig` (see `bert_config_from_hf`).
+
+    Raises:
+        FileNotFoundError: no `config.json` in `directory`.
+        ValueError: `directory` is a file, or `config.json` is not a valid BERT config (naming it).
+    """
+    directory = os.fspath(directory)
+    if os.path.isfile(directory):
+        raise ValueError(f"{directory} is a file; expected a Hugging Face model folder (config.json, model.safetensors).")
+    path = os.path.join(directory, CONFIG_NAME)
     return bert_config_from_hf(read_json_file(path, "Hugging Face config"), source=path)
 
 
@@ -130,10 +143,21 @@ def _read_pytorch(path: str) -> dict[str, np.ndarray]:
         raise ValueError(f"{path} holds a {type(state).__name__}, not a state dict of tensors.")
     out = {}
     for name, tensor in state.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{path}: entry {name!r} is a {type(tensor).__name__}, not a tensor.")
         if tensor.dtype == torch.bfloat16:
             tensor = tensor.float()
         out[name] = tensor.detach().numpy()
     return out
+
+
+def _index_shards(index: str) -> list[str]:
+    """The shard files a `model.safetensors.index.json` names."""
+    weight_map = read_json_file(index, "Safetensors index")
+    weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise ValueError(f"{index}: not a safetensors index (needs a 'weight_map' of tensor name -> file name).")
+    return sorted(set(weight_map.values()))
 
 
 def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray], str]:
@@ -155,14 +179,12 @@ def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray]
     if os.path.isfile(single):
         return _read_safetensors(single), single
     if os.path.isfile(index):
-        try:
-            with open(index, encoding="utf-8") as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
-        except (json.JSONDecodeError, KeyError, AttributeError) as e:
-            raise ValueError(f"{index}: not a safetensors index (needs a 'weight_map'): {e}") from None
         weights = {}
-        for shard in shards:
-            weights.update(_read_safetensors(os.path.join(directory, shard)))
+        for shard in _index_shards(index):
+            path = os.path.join(directory, shard)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"{index} names the shard {shard}, which is not in {directory}.")
+            weights.update(_read_safetensors(path))
         return weights, index
     if os.path.isfile(pytorch):
         return _read_pytorch(pytorch), pytorch
@@ -248,10 +270,15 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
 
 
 def _lower_case_from_tokenizer_config(directory: str) -> bool:
-    path = os.path.join(directory, "tokenizer_config.json")
+    """`do_lower_case` of `tokenizer_config.json`; True (transformers' default) without one."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
     if not os.path.isfile(path):
         return True
-    return bool(read_json_file(path, "Tokenizer config").get("do_lower_case", True))
+    values = read_json_file(path, "Tokenizer config")
+    lower_case = values.get("do_lower_case", True) if isinstance(values, dict) else None
+    if not isinstance(lower_case, bool):
+        raise ValueError(f"{path}: expected a JSON object whose do_lower_case is true or false.")
+    return lower_case
 
 
 def from_hf_checkpoint(

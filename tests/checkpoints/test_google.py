@@ -291,6 +291,34 @@ def test_truncated_checkpoint(saved_tiny, tmp_path, part):
         assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.ones((50, 16), "int32"), "has dtype int32; weights must be floating point"),
+        (np.ones((50, 16), bool), "has dtype bool; weights must be floating point"),
+        (np.full((50, 16), b"x"), "has dtype object; weights must be floating point"),
+        (np.full((50, 16), np.nan, "float32"), "holds NaN or infinite values"),
+        (np.full((50, 16), 1e300), "holds NaN or infinite values"),  # float64 beyond float32
+    ],
+)
+def test_unusable_values_are_named_and_load_nothing(saved_tiny, tmp_path, value, message):
+    """Found by fuzzing: integer, boolean, string and non-finite variables used to load silently
+    (or fail inside NumPy)."""
+    pretrainer, _ = saved_tiny
+    specs = weight_specs(pretrainer.encoder, "google")
+    tensors = [tf.constant(value) if spec.name == "bert/embeddings/word_embeddings" else
+               tf.constant(spec.variable.numpy().T if spec.transpose else spec.variable.numpy()) for spec in specs]
+    prefix = str(tmp_path / "bert_model.ckpt")
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=[s.name for s in specs], shape_and_slices=[""] * len(specs),
+                      tensors=tensors)
+    model = _random_pretrainer(seed=7).encoder
+    before = _model_weights(model)
+    with pytest.raises(ValueError, match=f"{prefix}: tensor bert/embeddings/word_embeddings {message}"):
+        load_google_checkpoint(model, prefix)
+    for a, b in zip(before, _model_weights(model)):
+        assert np.array_equal(a, b)
+
+
 def test_interrupted_save_keeps_the_previous_checkpoint(saved_tiny, tmp_path, monkeypatch):
     pretrainer, _ = saved_tiny
     prefix = save_google_checkpoint(pretrainer, tmp_path / "bert_model.ckpt")

@@ -274,3 +274,125 @@ def test_pytorch_file_cannot_run_code(hf_pretraining, tmp_path):
     with pytest.raises(ValueError, match="Cannot read .*pytorch_model.bin as a PyTorch state dict"):
         load_hf_checkpoint(BertEncoder(read_hf_config(folder)), tmp_path)
     assert not os.path.exists(marker)
+
+
+def _folder_with(tmp_path, folder, config=None, tensors=None, files=None):
+    """A copy of `folder` with config.json replaced by `config`, model.safetensors by `tensors`
+    and any other file by `files` (name -> bytes)."""
+    from safetensors.numpy import save_file
+
+    out = tmp_path / "modified"
+    shutil.copytree(folder, out, dirs_exist_ok=True)
+    if config is not None:
+        (out / "config.json").write_text(json.dumps(config))
+    if tensors is not None:
+        save_file(tensors, out / "model.safetensors")
+    for name, content in (files or {}).items():
+        (out / name).write_bytes(content)
+    return out
+
+
+@pytest.mark.parametrize(
+    "config, error",
+    [
+        ([1, 2], r"config\.json: expected a JSON object of config fields, got list"),
+        ({"model_type": "bert", "hidden_size": "24"}, r"config\.json: BertConfig\.hidden_size must be an integer"),
+        ({"num_hidden_layers": 2.0}, r"config\.json: BertConfig\.num_hidden_layers must be an integer"),
+        ({"layer_norm_eps": None}, r"config\.json: BertConfig\.layer_norm_eps must be a finite number"),
+        ({"hidden_act": ["gelu"]}, r"config\.json: hidden_act \['gelu'\] is not supported"),
+    ],
+)
+def test_malformed_config_json_is_named(hf_pretraining, tmp_path, config, error):
+    _, folder = hf_pretraining
+    with pytest.raises(ValueError, match=error):
+        from_hf_checkpoint(_folder_with(tmp_path, folder, config=config))
+
+
+def test_config_json_missing_fields_take_transformers_defaults(hf_pretraining, tmp_path):
+    """As in transformers, a missing key is its default (hidden_size 768), which the weights then
+    contradict: the error names the tensors."""
+    _, folder = hf_pretraining
+    config = {k: v for k, v in json.loads((folder / "config.json").read_text()).items() if k != "hidden_size"}
+    with pytest.raises(CheckpointMismatchError, match=r"word_embeddings\.weight \(checkpoint \[60, 24\] vs model "
+                                                      r"\[60, 768\]\)"):
+        modified = _folder_with(tmp_path, folder, config=config)
+        load_hf_checkpoint(BertPretrainer(BertEncoder(read_hf_config(modified))), modified)
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        (lambda t: {**t, "embeddings.word_embeddings.weight": t["embeddings.word_embeddings.weight"][:, :5]},
+         CheckpointMismatchError, r"embeddings\.word_embeddings\.weight \(checkpoint \[60, 5\] vs model \[60, 24\]\)"),
+        (lambda t: {**t, "pooler.dense.bias": t["pooler.dense.bias"].astype("int64")},
+         ValueError, r"model\.safetensors: tensor pooler\.dense\.bias has dtype int64; weights must be floating"),
+        (lambda t: {**t, "pooler.dense.bias": t["pooler.dense.bias"] * np.float32("nan")},
+         ValueError, r"model\.safetensors: tensor pooler\.dense\.bias holds NaN or infinite values"),
+        (lambda t: {k: v for k, v in t.items() if "layer.1." not in k},
+         CheckpointMismatchError, r"missing from the checkpoint \(16\): encoder\.layer\.1\."),
+    ],
+)
+def test_bad_safetensors_are_named_and_load_nothing(hf_pretraining, tmp_path, change, error, message):
+    from safetensors.numpy import load_file
+
+    _, folder = hf_pretraining
+    tensors = {k.removeprefix("bert."): v for k, v in load_file(folder / "model.safetensors").items()
+               if not k.startswith("cls.")}
+    modified = _folder_with(tmp_path, folder, tensors=change(tensors))
+    encoder = BertEncoder(read_hf_config(folder))
+    before = [w.numpy().copy() for w in encoder.weights]
+    with pytest.raises(error, match=message):
+        load_hf_checkpoint(encoder, modified)
+    for a, b in zip(before, [w.numpy() for w in encoder.weights]):
+        assert np.array_equal(a, b)
+
+
+def test_bfloat16_safetensors_load(hf_pretraining, tmp_path):
+    """Many published models are stored in bfloat16: they load, widened exactly to float32."""
+    import ml_dtypes
+    from safetensors.numpy import load_file
+
+    _, folder = hf_pretraining
+    tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in load_file(folder / "model.safetensors").items()}
+    pretrainer = BertPretrainer(BertEncoder(read_hf_config(folder)))
+    assert load_hf_checkpoint(pretrainer, _folder_with(tmp_path, folder, tensors=tensors)).ok
+    word_embeddings = tensors["bert.embeddings.word_embeddings.weight"].astype("float32")
+    assert np.array_equal(pretrainer.encoder.embeddings.word_embeddings.numpy(), word_embeddings)
+
+
+def test_malformed_folders_are_named(hf_pretraining, tmp_path):
+    _, folder = hf_pretraining
+    with pytest.raises(ValueError, match="model.safetensors is a file; expected a Hugging Face model folder"):
+        read_hf_config(folder / "model.safetensors")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=f"Hugging Face config not found: {empty}/config.json"):
+        from_hf_checkpoint(empty)
+    model = BertEncoder(read_hf_config(folder))
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    shutil.copy(folder / "config.json", sharded)
+    index = sharded / "model.safetensors.index.json"
+    for content, message in (
+        (b"[]", "not a safetensors index"),
+        (json.dumps({"weight_map": {"pooler.dense.bias": 3}}).encode(), "not a safetensors index"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        (json.dumps({"weight_map": {"pooler.dense.bias": "model-00001-of-00002.safetensors"}}).encode(),
+         "names the shard model-00001-of-00002.safetensors, which is not in"),
+    ):
+        index.write_bytes(content)
+        with pytest.raises((ValueError, FileNotFoundError), match=message):
+            load_hf_checkpoint(model, sharded)
+    vocab = (folder / "config.json").read_bytes()  # any bytes: the tokenizer config is read first
+    bad_tokenizer = _folder_with(tmp_path, folder, files={"vocab.txt": vocab,
+                                                           "tokenizer_config.json": b'{"do_lower_case": "false"}'})
+    with pytest.raises(ValueError, match="tokenizer_config.json: expected a JSON object whose do_lower_case is true"):
+        from_hf_checkpoint(bad_tokenizer)
+
+
+def test_pytorch_file_of_other_objects_is_named(hf_pretraining, tmp_path):
+    _, folder = hf_pretraining
+    shutil.copy(folder / "config.json", tmp_path)
+    torch.save({"pooler.dense.bias": [1.0, 2.0]}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="pytorch_model.bin: entry 'pooler.dense.bias' is a list, not a tensor"):
+        load_hf_checkpoint(BertEncoder(read_hf_config(folder)), tmp_path)
