@@ -8,23 +8,33 @@ Example:
 
     >>> encoder, preprocessor = from_hf_checkpoint("all-MiniLM-L6-v2")
     >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
-    >>> save_hf_checkpoint(encoder, "exported")  # loads with transformers.BertModel.from_pretrained
+    >>> save_hf_checkpoint(encoder, "exported", preprocessor)  # transformers' from_pretrained loads it
 """
 
 from __future__ import annotations
 
 import json
 import os
-import uuid
 from typing import Any
 
 import keras
 import numpy as np
 import safetensors
 import safetensors.numpy
+import tensorflow as tf
+from absl import logging
 
 from keras_bert_lite.checkpoints.mapping import HF_HEAD_PREFIXES, weight_specs
-from keras_bert_lite.checkpoints.release import build_model, make_preprocessor
+from keras_bert_lite.checkpoints.release import (
+    VOCAB_NAME,
+    FolderVocabulary,
+    VocabularySource,
+    build_model,
+    make_preprocessor,
+    model_config,
+    publishing,
+    resolve_vocabulary,
+)
 from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
 from keras_bert_lite.config import BertConfig, read_json_file
 from keras_bert_lite.models import BertPretrainer
@@ -226,10 +236,6 @@ def _config_mismatches(checkpoint: BertConfig, model: BertConfig, source: str) -
     ]
 
 
-def _model_config(model: keras.Model) -> BertConfig:
-    return model.encoder.config if isinstance(model, BertPretrainer) else model.config
-
-
 def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict: bool = True) -> LoadReport:
     """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`.
 
@@ -265,7 +271,7 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
         weights.__getitem__,
         strict=strict,
         source=source,
-        config_mismatches=_config_mismatches(checkpoint_config, _model_config(model), CONFIG_NAME),
+        config_mismatches=_config_mismatches(checkpoint_config, model_config(model), CONFIG_NAME),
     )
 
 
@@ -304,49 +310,89 @@ def from_hf_checkpoint(
     config = read_hf_config(directory)
     if lower_case is None:
         lower_case = _lower_case_from_tokenizer_config(directory)
-    preprocessor = make_preprocessor(os.path.join(directory, "vocab.txt"), config, seq_length, lower_case)
+    preprocessor = make_preprocessor(os.path.join(directory, VOCAB_NAME), config, seq_length, lower_case)
     target = build_model(config, model)
     report = load_hf_checkpoint(target, directory, strict=False)
     report.raise_for_problems(allowed_unexpected=HF_HEAD_PREFIXES if model == "encoder" else ())
     return target, preprocessor
 
 
-def save_hf_checkpoint(model: keras.Model, directory: str | os.PathLike) -> str:
-    """Writes `config.json` + `model.safetensors` that `transformers` loads.
+def hf_tokenizer_config(vocab: FolderVocabulary, config: BertConfig) -> dict[str, Any]:
+    """`tokenizer_config.json` for `transformers.AutoTokenizer`: a `BertTokenizer` with `vocab`'s casing.
 
-    A `BertEncoder` is written as a `BertModel` (unprefixed names); a `BertPretrainer` as a
-    `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not duplicated). Files are
-    written under temporary names and renamed into place. Copy `vocab.txt` next to them to make a
-    complete folder.
+    `strip_accents` None means "as `do_lower_case`", which is what our tokenizer does.
+    """
+    return {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": vocab.lower_case,
+        "strip_accents": None,
+        "tokenize_chinese_chars": True,
+        "model_max_length": config.max_position_embeddings,
+        "unk_token": "[UNK]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
+
+
+def _json_text(values: dict[str, Any]) -> str:
+    return json.dumps(values, indent=2, sort_keys=True) + "\n"
+
+
+def save_hf_checkpoint(
+    model: keras.Model,
+    directory: str | os.PathLike,
+    vocabulary: VocabularySource | None = None,
+    *,
+    lower_case: bool | None = None,
+) -> str:
+    """Writes a Hugging Face folder that `transformers` loads, model and tokenizer.
+
+    Files: `model.safetensors`, `vocab.txt`, `tokenizer_config.json` (a `BertTokenizer` with
+    `do_lower_case`) and `config.json`, so `transformers.AutoTokenizer.from_pretrained(folder)` and
+    `BertModel.from_pretrained(folder)` (or `BertForPreTraining`) work, as does
+    `from_hf_checkpoint(folder)`. A `BertEncoder` is written as a `BertModel` (unprefixed names); a
+    `BertPretrainer` as a `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not
+    duplicated). Every file is written under a temporary name and renamed into place, `config.json`
+    last, so an interrupted save leaves the previous files, never half of them. Hugging Face's
+    tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
 
     Args:
         model: a `BertEncoder` or `BertPretrainer`.
-        directory: output folder (created if needed).
+        directory: output folder (local or `tf.io.gfile`; created if needed).
+        vocabulary: the `vocab.txt` to write: a path, a list of tokens, a `BertTokenizer` or a
+            `BertPreprocessor`. Without one no tokenizer files are written (a warning says so).
+        lower_case: `do_lower_case` (None: the tokenizer's, or inferred from the tokens).
 
     Returns:
         The folder written.
+
+    Raises:
+        TypeError: `model` is not a `BertEncoder` or `BertPretrainer`.
+        ValueError: before anything is written, when the vocabulary does not fit the model.
     """
     directory = os.fspath(directory)
     pretrainer = isinstance(model, BertPretrainer)
+    specs = weight_specs(model, "hf")
+    config = model_config(model)
+    hf_config = hf_config_from_bert(config, "BertForPreTraining" if pretrainer else "BertModel")
+    vocab = None if vocabulary is None else resolve_vocabulary(vocabulary, config, lower_case)
     tensors = {}
-    for spec in weight_specs(model, "hf"):
+    for spec in specs:
         value = keras.ops.convert_to_numpy(spec.variable)
         name = spec.name if not pretrainer or spec.name.startswith("cls.") else "bert." + spec.name
         tensors[name] = np.ascontiguousarray(value.T if spec.transpose else value)
-    config = hf_config_from_bert(_model_config(model), "BertForPreTraining" if pretrainer else "BertModel")
-    os.makedirs(directory, exist_ok=True)
-    tag = uuid.uuid4().hex
-    weights_tmp = os.path.join(directory, f".{SAFETENSORS_NAME}.{tag}")
-    config_tmp = os.path.join(directory, f".{CONFIG_NAME}.{tag}")
-    try:
-        safetensors.numpy.save_file(tensors, weights_tmp, metadata={"format": "pt"})
-        with open(config_tmp, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(weights_tmp, os.path.join(directory, SAFETENSORS_NAME))
-        os.replace(config_tmp, os.path.join(directory, CONFIG_NAME))
-    finally:
-        for leftover in (weights_tmp, config_tmp):
-            if os.path.exists(leftover):
-                os.remove(leftover)
+    files = {SAFETENSORS_NAME: safetensors.numpy.save(tensors, metadata={"format": "pt"})}
+    if vocab is None:
+        if not tf.io.gfile.exists(os.path.join(directory, VOCAB_NAME)):
+            logging.warning("No vocabulary given: %s has no %s or tokenizer files.", directory, VOCAB_NAME)
+    else:
+        hf_config["pad_token_id"] = vocab.tokens.index("[PAD]")
+        files[VOCAB_NAME] = vocab.text
+        files[TOKENIZER_CONFIG_NAME] = _json_text(hf_tokenizer_config(vocab, config))
+    files[CONFIG_NAME] = _json_text(hf_config)
+    with publishing(directory, files):
+        pass
+    logging.info("Wrote %s in %s", ", ".join(files), directory)
     return directory

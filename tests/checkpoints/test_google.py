@@ -1,5 +1,6 @@
 """Google TF1 checkpoints against Google's original BERT code (bert-tensorflow 1.0.4)."""
 
+import json
 import os
 import shutil
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
+from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
 from keras_bert_lite.checkpoints import (
     CheckpointMismatchError,
     from_google_checkpoint,
@@ -16,6 +17,7 @@ from keras_bert_lite.checkpoints import (
     save_google_checkpoint,
 )
 from keras_bert_lite.checkpoints.mapping import weight_specs
+from keras_bert_lite.config import GOOGLE_KEYS
 
 TOLERANCE = 1e-4
 
@@ -50,25 +52,61 @@ def _model_weights(model) -> list:
 # ---------------------------------------------------------------- against the original code
 
 
-@pytest.mark.slow
-def test_original_modeling_restores_our_checkpoint(original_run):
-    """MiniLM's real weights written by save_google_checkpoint, restored by the original
-    BertModel via tf.train.init_from_checkpoint (every variable found), give our outputs."""
-    ref, ours = original_run.minilm_reference, original_run.minilm_ours
-    assert set(ref) == set(ours)
-    real = original_run.minilm_inputs["input_mask"].astype(bool)
+def _diffs_on_real_tokens(ours: dict, reference: dict, mask: np.ndarray) -> tuple[dict, dict]:
+    """Max |diff| per output on real tokens, and relative to magnitude on padding rows (which feed
+    nothing, being masked out as keys, and are numerically touchy)."""
+    real = mask.astype(bool)
     diffs, padding_diffs = {}, {}
-    for name in sorted(ref):
-        diff = np.abs(ours[name] - ref[name])
+    for name in sorted(reference):
+        diff = np.abs(ours[name] - reference[name])
         diffs[name] = float(diff[real].max() if diff.ndim == 3 else diff.max())
         if diff.ndim == 3:
-            # Padding rows feed nothing (they are masked out as keys) and are numerically touchy:
-            # compared relative to their magnitude.
-            padding_diffs[name] = float((diff / (1.0 + np.abs(ref[name])))[~real].max())
+            padding_diffs[name] = float((diff / (1.0 + np.abs(reference[name])))[~real].max())
+    return diffs, padding_diffs
+
+
+@pytest.mark.slow
+def test_original_modeling_restores_our_folder(original_run):
+    """MiniLM's real weights written by save_google_checkpoint, read by the original
+    BertConfig.from_json_file and restored by the original BertModel via
+    tf.train.init_from_checkpoint (every variable found), give the outputs of our
+    from_google_checkpoint of the same folder."""
+    ref, ours = original_run.minilm_reference, original_run.minilm_ours
+    assert set(ref) == set(ours)
+    diffs, padding_diffs = _diffs_on_real_tokens(ours, ref, original_run.minilm_inputs["input_mask"])
     print(f"original modeling.py vs ours on MiniLM (tanh GELU), max |diff| on real tokens: {diffs}; "
           f"relative on padding: {padding_diffs}")
     assert max(diffs.values()) < TOLERANCE, diffs
     assert max(padding_diffs.values()) < TOLERANCE, padding_diffs
+
+
+# The README states this bound for approximate_gelu on all-MiniLM-L6-v2.
+APPROXIMATE_GELU_BOUND = 1e-2
+
+
+@pytest.mark.slow
+def test_approximate_gelu_changes_minilm_outputs_by_the_stated_bound(original_run):
+    """The original code, running the folder written with approximate_gelu=True, against the
+    exact-GELU MiniLM it came from: a real but small change (measured for the README)."""
+    diffs, _ = _diffs_on_real_tokens(original_run.minilm_reference, original_run.minilm_exact,
+                                     original_run.minilm_inputs["input_mask"])
+    print(f"approximate_gelu on MiniLM, max |diff| on real tokens (original modeling.py vs exact GELU): {diffs}")
+    assert 10 * TOLERANCE < max(diffs.values()) < APPROXIMATE_GELU_BOUND, diffs
+
+
+@pytest.mark.slow
+def test_original_tokenization_reads_our_folder(original_run, real_sentences, import_original_bert):
+    """The folder's vocab.txt, read by the original FullTokenizer, gives the ids of the
+    preprocessor from_google_checkpoint builds (the folder's casing inferred from its vocabulary)."""
+    tokenization = import_original_bert("tokenization")
+    folder = original_run.minilm_folder
+    reference = tokenization.FullTokenizer(str(folder / "vocab.txt"), do_lower_case=True)
+    _, preprocessor = from_google_checkpoint(folder, seq_length=64)
+    assert preprocessor.tokenizer.lower_case
+    sentences, pairs = real_sentences
+    texts = sentences + [text for pair in pairs for text in pair]
+    expected = [reference.convert_tokens_to_ids(reference.tokenize(text)) for text in texts]
+    assert preprocessor.tokenizer(tf.constant(texts)).to_list() == expected
 
 
 @pytest.mark.slow
@@ -159,6 +197,7 @@ def test_from_google_checkpoint_release_folder(original_run, real_vocab_file, tm
 
 # ---------------------------------------------------------------- errors and edge cases
 
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s", "."]
 TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
             max_position_embeddings=32)
 
@@ -186,8 +225,56 @@ def test_save_writes_original_names_and_shapes(saved_tiny):
     assert shapes["bert/encoder/layer_1/intermediate/dense/kernel"] == [16, 24]
     assert shapes["cls/predictions/output_bias"] == [50]
     assert len(shapes) == len(pretrainer.weights)
-    assert sorted(os.listdir(os.path.dirname(prefix))) == ["bert_model.ckpt.data-00000-of-00001",
+    # No vocabulary was given: the checkpoint and its config, nothing else (no temporaries).
+    assert sorted(os.listdir(os.path.dirname(prefix))) == ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
                                                           "bert_model.ckpt.index"]
+    assert BertConfig.from_json_file(os.path.join(os.path.dirname(prefix), "bert_config.json")) == pretrainer.encoder.config
+
+
+def test_save_writes_a_complete_folder(saved_tiny, tmp_path):
+    pretrainer, _ = saved_tiny
+    folder = tmp_path / "tiny_google"
+    save_google_checkpoint(pretrainer, folder / "bert_model.ckpt", BertPreprocessor(TINY_VOCAB))
+    assert sorted(os.listdir(folder)) == ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
+                                          "bert_model.ckpt.index", "vocab.txt"]
+    assert (folder / "vocab.txt").read_text() == "".join(f"{token}\n" for token in TINY_VOCAB)
+    # Only Google's keys: the original code has no layer_norm_eps (its layer norm fixes 1e-12).
+    assert sorted(json.loads((folder / "bert_config.json").read_text())) == sorted(GOOGLE_KEYS)
+    loaded, preprocessor = from_google_checkpoint(folder, model="pretrainer", seq_length=16)
+    assert preprocessor.tokenizer.vocabulary == TINY_VOCAB and preprocessor.tokenizer.lower_case
+    for a, b in zip(_model_weights(loaded), _model_weights(pretrainer)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"hidden_act": "gelu_exact"}, "hidden_act 'gelu_exact' cannot be expressed.*Pass approximate_gelu=True"),
+        ({"hidden_act": "silu"}, r"hidden_act 'silu' cannot be expressed .* knows only \('gelu', 'relu', 'tanh'\)\.$"),
+        ({"layer_norm_eps": 1e-6}, "layer_norm_eps 1e-06 cannot be expressed"),
+    ],
+)
+def test_config_the_original_cannot_run_is_refused_before_writing(tmp_path, overrides, message):
+    model = _random_pretrainer(**overrides)
+    with pytest.raises(ValueError, match=message):
+        save_google_checkpoint(model, tmp_path / "out" / "bert_model.ckpt", TINY_VOCAB, approximate_gelu=True
+                               if overrides.get("hidden_act") == "silu" else False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_casing_of_a_folder(saved_tiny, tmp_path, caplog):
+    """Google folders say their casing only in their name; other names take the vocabulary's."""
+    encoder = saved_tiny[0].encoder
+    cased = [*TINY_VOCAB, "The", "Cat"]
+    save_google_checkpoint(encoder, tmp_path / "converted" / "bert_model.ckpt", cased)
+    _, preprocessor = from_google_checkpoint(tmp_path / "converted", seq_length=16)
+    assert not preprocessor.tokenizer.lower_case
+    assert preprocessor(tf.constant(["The cat"]))["input_word_ids"].numpy()[0, :4].tolist() == [2, 12, 6, 3]
+    caplog.set_level("WARNING")
+    save_google_checkpoint(encoder, tmp_path / "uncased_L-2" / "bert_model.ckpt", BertPreprocessor(cased, lower_case=False))
+    assert "load it with lower_case=False, or name the folder cased_* / uncased_*" in caplog.text
+    _, preprocessor = from_google_checkpoint(tmp_path / "uncased_L-2", seq_length=16, lower_case=False)
+    assert not preprocessor.tokenizer.lower_case
 
 
 def test_checkpoint_paths_accepted(saved_tiny, tmp_path):
@@ -331,8 +418,10 @@ def test_interrupted_save_keeps_the_previous_checkpoint(saved_tiny, tmp_path, mo
 
     monkeypatch.setattr(tf.raw_ops, "SaveV2", failing_save)
     with pytest.raises(OSError, match="disk full"):
-        save_google_checkpoint(_random_pretrainer(seed=5), prefix)
-    assert sorted(os.listdir(tmp_path)) == ["bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
+        save_google_checkpoint(_random_pretrainer(seed=5, hidden_act="relu"), prefix, TINY_VOCAB)
+    assert sorted(os.listdir(tmp_path)) == ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
+                                            "bert_model.ckpt.index"]
+    assert BertConfig.from_json_file(tmp_path / "bert_config.json").hidden_act == "gelu"
     restored = _random_pretrainer(seed=6)
     load_google_checkpoint(restored, prefix)
     for a, b in zip(_model_weights(restored), _model_weights(pretrainer)):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
+from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
 from keras_bert_lite.checkpoints import (
     CheckpointMismatchError,
     bert_config_from_hf,
@@ -88,7 +88,7 @@ def test_from_hf_checkpoint_strings_to_outputs(minilm_dir, real_sentences):
 
 @pytest.mark.slow
 def test_hf_to_google_roundtrip_is_bitwise(minilm_dir, minilm_encoder, tmp_path):
-    prefix = save_google_checkpoint(minilm_encoder, tmp_path / "bert_model.ckpt")
+    prefix = save_google_checkpoint(minilm_encoder, tmp_path / "bert_model.ckpt", approximate_gelu=True)
     reader = tf.train.load_checkpoint(prefix)
     written = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
     from safetensors.numpy import load_file
@@ -396,3 +396,91 @@ def test_pytorch_file_of_other_objects_is_named(hf_pretraining, tmp_path):
     torch.save({"pooler.dense.bias": [1.0, 2.0]}, tmp_path / "pytorch_model.bin")
     with pytest.raises(ValueError, match="pytorch_model.bin: entry 'pooler.dense.bias' is a list, not a tensor"):
         load_hf_checkpoint(BertEncoder(read_hf_config(folder)), tmp_path)
+
+
+@pytest.mark.slow
+def test_saved_folder_loads_in_transformers_with_its_tokenizer(minilm_dir, minilm_encoder, real_sentences, tmp_path):
+    """The real MiniLM written with its preprocessor: transformers' AutoTokenizer and BertModel
+    load the folder alone and give the original model's ids and outputs; so does
+    from_hf_checkpoint."""
+    _, preprocessor = from_hf_checkpoint(minilm_dir, seq_length=64)
+    folder = save_hf_checkpoint(minilm_encoder, tmp_path / "minilm", preprocessor)
+    assert sorted(os.listdir(folder)) == ["config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"]
+    sentences, pairs = real_sentences
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    original_tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_dir)
+    for texts in ((sentences,), (firsts, seconds)):
+        ids = tokenizer(*texts, padding="max_length", max_length=64, return_tensors="np")
+        assert np.array_equal(ids["input_ids"], original_tokenizer(*texts, padding="max_length", max_length=64,
+                                                                  return_tensors="np")["input_ids"])
+        ours = preprocessor(tuple(tf.constant(t) for t in texts) if len(texts) > 1 else tf.constant(texts[0]))
+        assert np.array_equal(ids["input_ids"], ours["input_word_ids"].numpy())
+    model = transformers.BertModel.from_pretrained(folder).eval()
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**batch)
+    outputs = minilm_encoder({"input_word_ids": batch["input_ids"].numpy().astype("int32"),
+                              "input_mask": batch["attention_mask"].numpy().astype("int32"),
+                              "input_type_ids": batch["token_type_ids"].numpy().astype("int32")})
+    assert _max_diff(outputs["pooled_output"], expected.pooler_output.numpy()) < TOLERANCE
+    reloaded, reloaded_preprocessor = from_hf_checkpoint(folder, seq_length=64)
+    assert reloaded_preprocessor.tokenizer.lower_case and reloaded.config == minilm_encoder.config
+    for a, b in zip(reloaded.weights, minilm_encoder.weights):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+# A cased vocabulary: no real one ships on this machine, so the real uncased words plus capitalised forms.
+CASED_WORDS = ["the", "The", "cat", "Cat", "sat", "Sat", "on", "mat", "Mat", "hello", "Hello", "##s", ".", "!"]
+CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *CASED_WORDS]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower_case", [False, True])
+def test_casing_reaches_transformers(tmp_path, lower_case):
+    encoder = BertEncoder(BertConfig(**{**HF_TINY, "vocab_size": 40}, hidden_act="gelu"))
+    folder = save_hf_checkpoint(encoder, tmp_path / "tiny", BertPreprocessor(CASED_VOCAB, lower_case=lower_case))
+    assert json.loads((tmp_path / "tiny" / "tokenizer_config.json").read_text())["do_lower_case"] is lower_case
+    texts = ["The Cat sat on the Mat.", "Hello cats!"]
+    hf = transformers.AutoTokenizer.from_pretrained(folder)(texts)["input_ids"]
+    _, preprocessor = from_hf_checkpoint(folder, seq_length=16)
+    assert preprocessor.tokenizer.lower_case is lower_case
+    ours = preprocessor(tf.constant(texts))
+    assert [row[: len(ids)] for row, ids in zip(ours["input_word_ids"].numpy().tolist(), hf)] == hf
+    assert (CASED_VOCAB.index("The") in hf[0]) is not lower_case
+
+
+def test_writer_checks_the_vocabulary_before_writing(tmp_path, real_vocab_file):
+    encoder = BertEncoder(BertConfig(**{**HF_TINY, "vocab_size": 40}, hidden_act="gelu"))
+    for vocabulary, error, message in (
+        (real_vocab_file, ValueError, "has 30522 tokens but the model's vocab_size is 40"),
+        (CASED_VOCAB[1:], ValueError, r"lacks the special token\(s\) \[PAD\]"),
+        ([*CASED_VOCAB, "two\nlines"], ValueError, r"token 19 \('two\\nlines'\) cannot be a line of vocab.txt"),
+        ([*CASED_VOCAB, " the"], ValueError, "cannot be a line of vocab.txt"),
+        ([*CASED_VOCAB, "the"], ValueError, r"token 19 \('the'\) appears twice"),
+        ([*CASED_VOCAB, 7], ValueError, "token 19 \\(7\\) cannot be a line"),
+        (b"vocab.txt", TypeError, "vocabulary must be a vocab.txt path, a list of tokens"),
+        (tmp_path / "missing.txt", FileNotFoundError, "missing.txt"),
+    ):
+        with pytest.raises(error, match=message):
+            save_hf_checkpoint(encoder, tmp_path / "out", vocabulary)
+    assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
+
+
+def test_interrupted_save_keeps_the_previous_folder(tmp_path, monkeypatch):
+    encoder = BertEncoder(BertConfig(**{**HF_TINY, "vocab_size": 40}, hidden_act="gelu"))
+    folder = tmp_path / "tiny"
+    save_hf_checkpoint(encoder, folder, CASED_VOCAB)
+    before = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+    original_gfile = tf.io.gfile.GFile
+
+    def gfile_failing_on_config(path, mode="r"):
+        if "config.json" in os.path.basename(path) and "w" in mode:
+            raise OSError("disk full")  # after model.safetensors and vocab.txt were written
+        return original_gfile(path, mode)
+
+    monkeypatch.setattr(tf.io.gfile, "GFile", gfile_failing_on_config)
+    with pytest.raises(OSError, match="disk full"):
+        save_hf_checkpoint(BertEncoder(BertConfig(**{**HF_TINY, "vocab_size": 50}, hidden_act="relu")), folder,
+                           CASED_VOCAB + ["extra"])
+    assert {name: (folder / name).read_bytes() for name in os.listdir(folder)} == before
