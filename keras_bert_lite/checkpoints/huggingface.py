@@ -275,9 +275,14 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
     )
 
 
-def _lower_case_from_tokenizer_config(directory: str) -> bool:
-    """`do_lower_case` of `tokenizer_config.json`; True (transformers' default) without one."""
-    path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
+def read_hf_lower_case(directory: str | os.PathLike) -> bool:
+    """`do_lower_case` of a Hugging Face folder's `tokenizer_config.json`; True (transformers'
+    default) without one.
+
+    Raises:
+        ValueError: naming the file, when it is not a JSON object with a boolean `do_lower_case`.
+    """
+    path = os.path.join(os.fspath(directory), TOKENIZER_CONFIG_NAME)
     if not os.path.isfile(path):
         return True
     values = read_json_file(path, "Tokenizer config")
@@ -309,7 +314,7 @@ def from_hf_checkpoint(
     directory = os.fspath(directory)
     config = read_hf_config(directory)
     if lower_case is None:
-        lower_case = _lower_case_from_tokenizer_config(directory)
+        lower_case = read_hf_lower_case(directory)
     preprocessor = make_preprocessor(os.path.join(directory, VOCAB_NAME), config, seq_length, lower_case)
     target = build_model(config, model)
     report = load_hf_checkpoint(target, directory, strict=False)

@@ -92,10 +92,12 @@ class LoadReport:
 
 
 class CheckpointMismatchError(ValueError):
-    """A checkpoint does not fit the model; `.report` holds the full `LoadReport`."""
+    """A checkpoint does not fit the model; `.report` holds the full `LoadReport`, `.problems` one
+    line per kind of problem."""
 
     def __init__(self, report: LoadReport, problems: list[str]):
         self.report = report
+        self.problems = problems
         super().__init__(
             f"Checkpoint {report.source} does not match the model:\n  " + "\n  ".join(problems)
             + "\n(Pass strict=False to load what fits and get the report instead.)"

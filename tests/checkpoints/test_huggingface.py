@@ -7,12 +7,15 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
 from keras_bert_lite.checkpoints import (
     CheckpointMismatchError,
     bert_config_from_hf,
     from_hf_checkpoint,
+    hf_config_from_bert,
     load_hf_checkpoint,
     read_hf_config,
     save_google_checkpoint,
@@ -484,3 +487,25 @@ def test_interrupted_save_keeps_the_previous_folder(tmp_path, monkeypatch):
         save_hf_checkpoint(BertEncoder(BertConfig(**{**HF_TINY, "vocab_size": 50}, hidden_act="relu")), folder,
                            CASED_VOCAB + ["extra"])
     assert {name: (folder / name).read_bytes() for name in os.listdir(folder)} == before
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=6,
+)
+HF_KEYS = ["model_type", "position_embedding_type", "hidden_act", "hidden_size", "num_attention_heads",
+           "num_hidden_layers", "intermediate_size", "vocab_size", "layer_norm_eps", "hidden_dropout_prob",
+           "max_position_embeddings", "type_vocab_size", "initializer_range", "attention_probs_dropout_prob"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(values=st.dictionaries(st.sampled_from(HF_KEYS), json_values) | json_values)
+def test_any_config_json_gives_a_config_or_one_value_error(values):
+    """Arbitrary JSON as a Hugging Face config.json never escapes as another exception type."""
+    try:
+        config = bert_config_from_hf(values, source="fuzzed/config.json")
+    except ValueError as e:
+        assert str(e).startswith("fuzzed/config.json: ")
+    else:
+        assert bert_config_from_hf(hf_config_from_bert(config)) == config
