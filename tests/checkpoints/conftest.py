@@ -4,6 +4,7 @@ original BERT code (see original_bert.py) shared by every test that compares aga
 import dataclasses
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -193,5 +194,60 @@ def tiny_original_pretrainer():
 
     def make(**overrides) -> BertPretrainer:
         return BertPretrainer(BertEncoder(BertConfig.from_dict({**TINY_ORIGINAL_CONFIG, **overrides})))
+
+    return make
+
+
+# A tiny Hugging Face BERT (3 heads of 8).
+HF_TINY = dict(vocab_size=60, hidden_size=24, num_hidden_layers=2, num_attention_heads=3, intermediate_size=40,
+               max_position_embeddings=40, type_vocab_size=2)
+
+
+def _randomize(module, seed):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            noise = torch.randn(param.shape, generator=generator) * 0.2
+            param.copy_(noise + (1.0 if "LayerNorm.weight" in name else 0.0))
+
+
+@pytest.fixture(scope="session")
+def hf_pretraining(tmp_path_factory, hf_tiny):
+    """A random tiny transformers BertForPreTraining (exact GELU) saved with save_pretrained."""
+    import transformers
+
+    model = transformers.BertForPreTraining(transformers.BertConfig(**hf_tiny, hidden_act="gelu")).eval()
+    _randomize(model, seed=0)
+    folder = tmp_path_factory.mktemp("hf_pretraining")
+    model.save_pretrained(folder)
+    return model, folder
+
+
+@pytest.fixture(scope="session")
+def hf_tiny() -> dict:
+    """The tiny Hugging Face BERT's sizes (BertConfig / transformers.BertConfig keyword arguments)."""
+    return dict(HF_TINY)
+
+
+@pytest.fixture(scope="session")
+def folder_with():
+    """`folder_with(tmp_path, folder, config=None, tensors=None, files=None)`: a copy of `folder`
+    with config.json replaced by `config`, model.safetensors by `tensors` and any other file by
+    `files` (name -> bytes)."""
+
+    def make(tmp_path, folder, config=None, tensors=None, files=None):
+        from safetensors.numpy import save_file
+
+        out = tmp_path / "modified"
+        shutil.copytree(folder, out, dirs_exist_ok=True)
+        if config is not None:
+            (out / "config.json").write_text(json.dumps(config))
+        if tensors is not None:
+            save_file(tensors, out / "model.safetensors")
+        for name, content in (files or {}).items():
+            (out / name).write_bytes(content)
+        return out
 
     return make

@@ -270,21 +270,6 @@ def test_config_the_original_cannot_run_is_refused_before_writing(tmp_path, over
     assert not (tmp_path / "out").exists()
 
 
-def test_casing_of_a_folder(saved_tiny, tmp_path, caplog):
-    """Google folders say their casing only in their name; other names take the vocabulary's."""
-    encoder = saved_tiny[0].encoder
-    cased = [*TINY_VOCAB, "The", "Cat"]
-    save_google_checkpoint(encoder, tmp_path / "converted" / "bert_model.ckpt", cased)
-    _, preprocessor = from_google_checkpoint(tmp_path / "converted", seq_length=16)
-    assert not preprocessor.tokenizer.lower_case
-    assert preprocessor(tf.constant(["The cat"]))["input_word_ids"].numpy()[0, :4].tolist() == [2, 12, 6, 3]
-    caplog.set_level("WARNING")
-    save_google_checkpoint(encoder, tmp_path / "uncased_L-2" / "bert_model.ckpt", BertPreprocessor(cased, lower_case=False))
-    assert "load it with lower_case=False, or name the folder cased_* / uncased_*" in caplog.text
-    _, preprocessor = from_google_checkpoint(tmp_path / "uncased_L-2", seq_length=16, lower_case=False)
-    assert not preprocessor.tokenizer.lower_case
-
-
 def test_checkpoint_paths_accepted(saved_tiny, tmp_path):
     _, prefix = saved_tiny
     for path in (prefix, prefix + ".index", prefix + ".data-00000-of-00001", os.path.dirname(prefix)):
