@@ -7,6 +7,8 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
 from keras_bert_lite.checkpoints import (
@@ -397,6 +399,58 @@ def test_unusable_values_are_named_and_load_nothing(saved_tiny, tmp_path, value,
         load_google_checkpoint(model, prefix)
     for a, b in zip(before, _model_weights(model)):
         assert np.array_equal(a, b)
+
+
+@pytest.fixture(scope="module")
+def corrupted_copy(saved_tiny, tmp_path_factory):
+    """`corrupted_copy(part, position, data, cut)`: the tiny checkpoint with `data` written over
+    `part` (index or data) at `position`, truncated to `cut` bytes when given; returns the prefix."""
+    _, prefix = saved_tiny
+    files = {part: open(f"{prefix}.{part}", "rb").read() for part in ("index", "data-00000-of-00001")}
+    folder = tmp_path_factory.mktemp("corrupted")
+
+    def make(part, position, data, cut):
+        copy = str(folder / "bert_model.ckpt")
+        for name, content in files.items():
+            if name == part:
+                position %= len(content)
+                content = content[:position] + data + content[position + len(data):]
+                content = content[:cut] if cut is not None else content
+            with open(f"{copy}.{name}", "wb") as f:
+                f.write(content)
+        return copy
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def load_target():
+    """One tiny pretrainer to load into, reused across generated examples."""
+    return _random_pretrainer(seed=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(part=st.sampled_from(["index", "data-00000-of-00001"]), position=st.integers(0, 10**6),
+       data=st.binary(min_size=1, max_size=16), cut=st.none() | st.integers(0, 4000))
+def test_corrupted_checkpoint_is_named_or_loads_exactly(saved_tiny, corrupted_copy, load_target, part, position,
+                                                          data, cut):
+    """Any overwritten or truncated bytes: one ValueError naming the checkpoint (weights untouched),
+    or, where the bytes changed nothing that is read, exactly the saved weights."""
+    pretrainer, _ = saved_tiny
+    copy = corrupted_copy(part, position, data, cut)
+    model = load_target
+    for weight in model.weights:
+        weight.assign(np.zeros(weight.shape, weight.dtype))
+    before = _model_weights(model)
+    try:
+        load_google_checkpoint(model, copy)
+    except ValueError as e:
+        assert copy in str(e)
+        for a, b in zip(before, _model_weights(model)):
+            assert np.array_equal(a, b)
+    else:
+        for a, b in zip(_model_weights(model), _model_weights(pretrainer)):
+            assert np.array_equal(a, b)
 
 
 def test_interrupted_save_keeps_the_previous_checkpoint(saved_tiny, tmp_path, monkeypatch):
