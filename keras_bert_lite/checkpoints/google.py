@@ -230,8 +230,10 @@ def from_google_checkpoint(
         (model, preprocessor): the loaded model and a `BertPreprocessor` for its vocabulary.
 
     Raises:
-        FileNotFoundError: naming a missing file. CheckpointMismatchError: when the checkpoint
-        does not fit `bert_config.json` (anything other than unused heads for an encoder).
+        FileNotFoundError: naming a missing file.
+        ValueError: naming the file, for an invalid `bert_config.json`, `vocab.txt` or checkpoint.
+        CheckpointMismatchError: (a ValueError) when the checkpoint does not fit `bert_config.json`
+            (anything other than unused heads for an encoder).
     """
     directory = os.fspath(directory)
     config = BertConfig.from_json_file(os.path.join(directory, CONFIG_NAME))

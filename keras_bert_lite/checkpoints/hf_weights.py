@@ -68,7 +68,8 @@ def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray]
         (name -> numpy array, path of what was read).
 
     Raises:
-        FileNotFoundError: none of these files exist. ValueError: a file cannot be read.
+        FileNotFoundError: none of these files exist, or a shard the index names is missing.
+        ValueError: naming the file, when it cannot be read.
     """
     directory = os.fspath(directory)
     single = os.path.join(directory, SAFETENSORS_NAME)

@@ -160,7 +160,9 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
 
     Raises:
         FileNotFoundError: `config.json` or the weights are missing (naming the path).
-        ValueError: a file cannot be read. CheckpointMismatchError: in strict mode, a mismatch.
+        ValueError: naming the file (and tensor), when a file cannot be read or a tensor is not
+            floating point or holds NaN or infinite values.
+        CheckpointMismatchError: (a ValueError) in strict mode, a mismatch.
     """
     directory = os.fspath(directory)
     checkpoint_config = read_hf_config(directory)
