@@ -55,7 +55,7 @@ def test_without_the_optimizer_the_file_holds_the_model_only(trained, tmp_path):
     weight_bytes = sum(np.asarray(w).nbytes for w in trained.weights)
     assert keras_file.stat().st_size - ours.stat().st_size > 1.9 * weight_bytes
     loaded = keras.saving.load_model(ours)
-    assert isinstance(loaded, BertClassifier) and loaded.optimizer is None
+    assert isinstance(loaded, BertClassifier) and getattr(loaded, "optimizer", None) is None
     x = _inputs()
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), trained.predict(x, verbose=0))
     assert trained.optimizer.iterations.numpy() == 2  # the trained model keeps its optimizer
