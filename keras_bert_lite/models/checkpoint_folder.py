@@ -66,8 +66,8 @@ class CheckpointFolder:
         weights: the `.keras` file, the TF checkpoint prefix, or the Hugging Face weights file.
         vocab_file: the WordPiece vocabulary.
         lower_case: whether the vocabulary is uncased.
-        lower_case_source: where `lower_case` was read, for logs ("tokenizer_config.json ..."
-            or "the vocabulary ...").
+        lower_case_source: why, for logs ("do_lower_case in .../tokenizer_config.json" or
+            "the vocabulary ... is uncased: ...").
     """
 
     kind: str
@@ -160,11 +160,11 @@ def from_checkpoint(
         lower_case = folder.lower_case
     elif lower_case != folder.lower_case:
         logging.warning(
-            "lower_case=%s, but %s says %s: text may be tokenized differently from pre-training.",
+            "lower_case=%s, but %s (lower_case=%s): text may be tokenized differently from pre-training.",
             lower_case, folder.lower_case_source, folder.lower_case,
         )
-    logging.info("Loading %s checkpoint %s (lower_case=%s, from %s).", folder.kind, folder.weights,
-                 lower_case, folder.lower_case_source if lower_case == folder.lower_case else "the argument")
+    logging.info("Loading the %s checkpoint %s; lower_case=%s (%s).", folder.kind, folder.weights, lower_case,
+                 folder.lower_case_source if lower_case == folder.lower_case else "as given")
     if folder.kind == "keras":
         model = keras.saving.load_model(folder.weights, compile=False)
         encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
@@ -202,11 +202,11 @@ def _lower_case(directory: str, vocab_file: str) -> tuple[bool, str]:
     if tf.io.gfile.exists(config_path):
         value = read_json_file(config_path, "Tokenizer config").get("do_lower_case")
         if isinstance(value, bool):
-            return value, f"{config_path} (do_lower_case)"
+            return value, f"do_lower_case in {config_path}"
     cased = [
         token for token in load_vocabulary(vocab_file)
         if token != token.lower() and not (token.startswith("[") and token.endswith("]"))
     ]
     if cased:
-        return False, f"the vocabulary {vocab_file} (cased: it has upper-case tokens, e.g. {cased[0]!r})"
-    return True, f"the vocabulary {vocab_file} (uncased: no upper-case tokens)"
+        return False, f"the vocabulary {vocab_file} is cased: it has upper-case tokens such as {cased[0]!r}"
+    return True, f"the vocabulary {vocab_file} is uncased: it has no upper-case tokens"

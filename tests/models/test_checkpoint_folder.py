@@ -107,7 +107,7 @@ def test_a_lower_case_that_contradicts_the_vocabulary_is_a_warning(folders, capl
     with caplog.at_level(logging.WARNING):
         _, preprocessor = from_checkpoint(folders["google"], seq_length=16, lower_case=True)
     assert preprocessor.tokenizer.lower_case is True  # the caller decides
-    assert "lower_case=True, but the vocabulary" in caplog.text and "says False" in caplog.text
+    assert "lower_case=True, but the vocabulary" in caplog.text and "is cased" in caplog.text
 
 
 def test_errors_name_the_path(tmp_path, folders):
