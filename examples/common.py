@@ -159,24 +159,26 @@ def compile_options() -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingPlan:
-    """How long training runs: --num_train_epochs of `steps_per_epoch`, or --max_steps if fewer."""
+    """How long training runs: `num_epochs` epochs of `steps_per_epoch` steps, or `max_steps` if fewer."""
 
     steps_per_epoch: int
-    total_steps: int
+    num_epochs: int
+    max_steps: int | None = None
+
+    @property
+    def total_steps(self) -> int:
+        total = self.steps_per_epoch * self.num_epochs
+        return min(total, self.max_steps or total)
 
     @classmethod
-    def for_batches(cls, steps_per_epoch: int) -> TrainingPlan:
-        total_steps = steps_per_epoch * FLAGS.num_train_epochs
-        return cls(steps_per_epoch, min(total_steps, FLAGS.max_steps or total_steps))
-
-    @classmethod
-    def for_examples(cls, num_examples: int) -> TrainingPlan:
-        return cls.for_batches(max(1, math.ceil(num_examples / FLAGS.train_batch_size)))
+    def from_flags(cls, steps_per_epoch: int) -> TrainingPlan:
+        """--num_train_epochs of `steps_per_epoch`, at most --max_steps."""
+        return cls(steps_per_epoch, FLAGS.num_train_epochs, FLAGS.max_steps)
 
 
 def optimizer_for(num_examples: int) -> keras.optimizers.Optimizer:
-    """BERT's AdamW with warmup and linear decay over the whole run (see `TrainingPlan`)."""
-    total_steps = TrainingPlan.for_examples(num_examples).total_steps
+    """BERT's AdamW with warmup and linear decay over the whole run (`TrainingPlan.from_flags`)."""
+    total_steps = TrainingPlan.from_flags(max(1, math.ceil(num_examples / FLAGS.train_batch_size))).total_steps
     return create_optimizer(FLAGS.learning_rate, total_steps, int(total_steps * FLAGS.warmup_proportion))
 
 
@@ -289,51 +291,77 @@ class StopAtStep(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-def fine_tune(model: keras.Model, train_batches: tf.data.Dataset, evaluate: Callable[[], dict], metric: str) -> KeepBest:
+def fine_tune(
+    model: keras.Model, make_train_batches: Callable[[], tf.data.Dataset], evaluate: Callable[[], dict], metric: str
+) -> KeepBest:
+    """`train_and_keep_best` as the flags say: --output_dir, --num_train_epochs, --max_steps, ..."""
+    return train_and_keep_best(
+        model, make_train_batches, evaluate, metric, FLAGS.output_dir,
+        TrainingPlan.from_flags(int(make_train_batches().cardinality())), FLAGS.save_checkpoints_steps,
+        FLAGS.save_summary_steps,
+    )
+
+
+def train_and_keep_best(
+    model: keras.Model,
+    make_train_batches: Callable[[], tf.data.Dataset],
+    evaluate: Callable[[], dict],
+    metric: str,
+    output_dir: str,
+    plan: TrainingPlan,
+    save_checkpoints_steps: int,
+    save_summary_steps: int,
+) -> KeepBest:
     """Trains a compiled `model`, evaluating after every epoch and keeping the best one.
 
-    Runs `TrainingPlan.for_examples` steps (the optimizer's schedule must span the same; see
-    `optimizer_for`), with a backup of the model and optimizer in `--output_dir/backup` every
-    --save_checkpoints_steps steps and after every epoch. Rerunning the same command after a kill
-    restores the backup and continues at the next batch of the same epoch: `train_batches` is
-    read again from the start and the batches already trained on are skipped, which gives the
-    same order because its shuffle is seeded and reshuffles on every pass. The backup is deleted
-    once training completes.
+    Runs `plan.total_steps` steps (the optimizer's schedule should span the same; see
+    `optimizer_for`) with a backup of the model and optimizer in `output_dir/backup` every
+    `save_checkpoints_steps` steps and after every epoch. Called again after a kill, it restores
+    the backup and continues at the next batch of the same epoch: the batches are read again from
+    the start of a new dataset and those already trained on are skipped, which gives the same order
+    because its shuffle is seeded and reshuffles on every pass. (A new dataset for each `fit`
+    call, because a dataset's later passes continue its shuffle's random sequence: skipping on
+    the same one would land on other epochs' orders.) Writes `output_dir/best_model.keras`
+    (without optimizer state), `output_dir/eval_history.json` and TensorBoard scalars in
+    `output_dir/logs`; deletes the backup once training completes.
 
     Args:
-        model: compiled, with an optimizer from `optimizer_for`.
-        train_batches: one epoch of training batches, shuffled with a fixed seed on every pass.
+        model: compiled.
+        make_train_batches: returns a new dataset of one epoch of training batches
+            (`plan.steps_per_epoch` of them), shuffled with a fixed seed on every pass.
         evaluate: returns the dev metrics (a dict) for the current weights.
         metric: the key of `evaluate()`'s result that selects the best model.
+        output_dir: where everything is written.
+        plan: how many steps to run.
+        save_checkpoints_steps: steps between backups.
+        save_summary_steps: steps between training scalars.
 
     Returns:
         The `KeepBest` callback: `history` holds every epoch's evaluation.
     """
-    steps_per_epoch = int(train_batches.cardinality())
-    if steps_per_epoch < 1:
+    if plan.steps_per_epoch < 1:
         raise ValueError("The training data is empty or of unknown size.")
-    plan = TrainingPlan.for_batches(steps_per_epoch)
     model.optimizer.build(model.trainable_variables)  # so that the backup restores its slots too
-    backup_dir = os.path.join(FLAGS.output_dir, BACKUP_SUBDIR)
+    backup_dir = os.path.join(output_dir, BACKUP_SUBDIR)
     checkpoints = TrainingCheckpoints(backup_dir, tf.distribute.get_strategy(), model, model.optimizer,
                                       model.optimizer.iterations, max_to_keep=1)
     step = checkpoints.restore()
-    keep_best = KeepBest(evaluate, metric, os.path.join(FLAGS.output_dir, BEST_MODEL_NAME),
-                         os.path.join(FLAGS.output_dir, EVAL_HISTORY_NAME))
+    keep_best = KeepBest(evaluate, metric, os.path.join(output_dir, BEST_MODEL_NAME),
+                         os.path.join(output_dir, EVAL_HISTORY_NAME))
     keep_best.forget_after(step // plan.steps_per_epoch)
     if step:
         logging.info("Resuming at step %d of %d (epoch %d, batch %d of %d).", step, plan.total_steps,
                      step // plan.steps_per_epoch + 1, step % plan.steps_per_epoch + 1, plan.steps_per_epoch)
     # Order matters: the evaluation adds val_* logs that the summaries write, then the backup.
-    callbacks = [keep_best, TrainingSummaries(os.path.join(FLAGS.output_dir, LOGS_SUBDIR), FLAGS.save_summary_steps),
-                 BackupEvery(checkpoints, FLAGS.save_checkpoints_steps), StopAtStep(plan.total_steps)]
+    callbacks = [keep_best, TrainingSummaries(os.path.join(output_dir, LOGS_SUBDIR), save_summary_steps),
+                 BackupEvery(checkpoints, save_checkpoints_steps), StopAtStep(plan.total_steps)]
     while step < plan.total_steps:
         epoch, done = divmod(step, plan.steps_per_epoch)
         # A resumed epoch first runs its remaining batches alone, so that epochs end where they would have.
         steps, epochs = (plan.steps_per_epoch - done, epoch + 1) if done else (
             plan.steps_per_epoch, math.ceil(plan.total_steps / plan.steps_per_epoch))
         # shuffle=False: the dataset shuffles itself (Keras would warn that it ignores shuffle=True).
-        model.fit(train_batches.repeat().skip(step), initial_epoch=epoch, epochs=epochs, steps_per_epoch=steps,
+        model.fit(make_train_batches().repeat().skip(step), initial_epoch=epoch, epochs=epochs, steps_per_epoch=steps,
                   callbacks=callbacks, shuffle=False, verbose=1)
         if int(model.optimizer.iterations) <= step:
             raise RuntimeError(f"Training stopped at step {step} before step {plan.total_steps}.")

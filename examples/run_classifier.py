@@ -67,10 +67,13 @@ def main(argv):
     logging.info("%s: %d training and %d dev examples", task.name, len(train), len(dev))
 
     encoder, preprocessor = common.load_encoder()
-    train_batches = text_dataset(
-        _texts(train), train.labels, preprocessor=preprocessor, batch_size=FLAGS.train_batch_size, shuffle=True,
-        seed=FLAGS.seed, num_classes=task.num_classes,
-    )
+    def train_batches():
+        return text_dataset(
+            _texts(train), train.labels, preprocessor=preprocessor, batch_size=FLAGS.train_batch_size, shuffle=True,
+            seed=FLAGS.seed, num_classes=task.num_classes,
+        )
+
+    train_batches()  # checks the labels before the model is built
     model = BertClassifier(encoder, task.num_classes)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), []

@@ -72,8 +72,10 @@ def main(argv):
         result = entity_f1([s.tags for s in dev], predict(model))
         return {k: v for k, v in result.items() if k != "per_type"}
 
-    train_ds = ner_dataset(train, preprocessor, tags, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
-    keep_best = common.fine_tune(model, train_ds, evaluate, "f1")
+    def train_batches():
+        return ner_dataset(train, preprocessor, tags, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
+
+    keep_best = common.fine_tune(model, train_batches, evaluate, "f1")
 
     model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
     predictions = predict(model)

@@ -156,8 +156,8 @@ def test_run_classifier_from_our_pretraining_folder(runs):
 
 
 def test_help_lists_the_scripts_own_flags():
-    for script in ("run_classifier.py", "run_ner.py"):
-        process = _start(script, "--help")
+    processes = {script: _start(script, "--help") for script in ("run_classifier.py", "run_ner.py")}
+    for script, process in processes.items():
         out, _ = process.communicate(timeout=300)  # absl's --help exits with status 1
         for flag in ("--init_checkpoint", "--output_dir", "--num_train_epochs", "--learning_rate",
                      "--max_seq_length", "--export_dir", "--label_names", "--max_steps"):
