@@ -38,7 +38,7 @@ def _no_cuda_driver() -> bool:
 def _set_tensorflow_environment() -> None:
     """Defaults for the variables TensorFlow reads when it is loaded; values already set win."""
     # oneDNN kernels: TensorFlow 2.21 leaves them off on AMD CPUs, where they make BERT training
-    # 1.2-1.9x faster (README, "Performance knobs").
+    # faster (README, "Performance knobs").
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     # TensorFlow's C++ INFO lines describe its own start-up (CPU features of the build, XLA
     # service, compiled clusters); its warnings and errors still show. 0 brings the INFO back.
