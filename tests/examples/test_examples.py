@@ -169,12 +169,12 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
     """Killed after a backup, the same command continues from it to the planned step count."""
     out = tmp_path / "mrpc"
     flags = ["--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}", f"--init_checkpoint={pretrained['ours']}",
-             "--max_seq_length=16", "--num_train_epochs=3", "--train_batch_size=2", "--eval_batch_size=8",
+             "--max_seq_length=16", "--num_train_epochs=2", "--train_batch_size=2", "--eval_batch_size=8",
              "--save_checkpoints_steps=1", "--run_eagerly", f"--output_dir={out}"]  # 4 steps per epoch
     first = _start("run_classifier.py", *flags)
     state = out / "backup" / "checkpoint"
     deadline = time.time() + 600
-    while not (state.exists() and "ckpt-5" in state.read_text()) and first.poll() is None and time.time() < deadline:
+    while not (state.exists() and "ckpt-3" in state.read_text()) and first.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     assert first.poll() is None, "the run ended before it could be killed"
     first.send_signal(signal.SIGKILL)
@@ -183,9 +183,9 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
     log, _ = second.communicate(timeout=600)
     assert second.returncode == 0, log[-3000:]
     resumed = int(log.split("Resuming at step ")[1].split()[0])
-    assert resumed >= 5
+    assert resumed >= 3
     history = json.loads((out / "eval_results.json").read_text())["epochs"]
-    assert [(e["epoch"], e["step"]) for e in history] == [(1, 4), (2, 8), (3, 12)]
+    assert [(e["epoch"], e["step"]) for e in history] == [(1, 4), (2, 8)]
     assert not (out / "backup").exists()
 
 
