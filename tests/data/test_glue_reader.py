@@ -1,24 +1,12 @@
-"""GLUE TSV reading (checked against the original BERT processors), datasets, bad input, metrics."""
+"""GLUE TSV reading (checked against the original BERT processors), iteration and bad input."""
 
 import pathlib
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from keras_bert_lite.data.glue import (
-    GLUE_TASKS,
-    ClassificationData,
-    check_labels,
-    classification_dataset,
-    f1_binary,
-    get_glue_task,
-    glue_metrics,
-    matthews_corrcoef,
-    pearson,
-    read_glue_tsv,
-    spearman,
-)
+from keras_bert_lite.data.glue_reader import ClassificationData, ClassificationExample, read_glue_tsv
+from keras_bert_lite.data.glue_tasks import GLUE_TASKS, get_glue_task
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "glue"
 
@@ -105,58 +93,31 @@ def test_regression_label_must_be_a_number(tmp_path):
 def test_missing_file_and_unknown_task(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing.tsv"):
         read_glue_tsv(tmp_path / "nothing.tsv", "sst2")
-    with pytest.raises(ValueError, match="Unknown GLUE task 'squad'"):
-        get_glue_task("squad")
 
 
-def test_check_labels():
-    check_labels(np.array([0, 1, 2]), 3)
-    with pytest.raises(ValueError, match=r"Example 1: label 3 is outside the class range \[0, 3\)"):
-        check_labels(np.array([0, 3, -1]), 3)
-    with pytest.raises(ValueError, match="Example 2: regression label"):
-        check_labels(np.array([0.5, 1.0, np.inf]), 1)
-
-
-def test_dataset_packs_pairs_in_the_graph(real_vocab_file):
-    from keras_bert_lite.text.preprocessor import BertPreprocessor
-
-    preprocessor = BertPreprocessor(real_vocab_file, seq_length=32)
+def test_iterating_yields_examples_in_file_order():
     data = read_glue_tsv(FIXTURES / "MRPC" / "train.tsv", "mrpc")
-    ds = classification_dataset(data, preprocessor, batch_size=3, is_training=False, num_classes=2)
-    batches = list(ds)
-    assert [len(labels) for _, labels in batches] == [3, 3, 2]
-    features, labels = batches[0]
-    expected = preprocessor((tf.constant(data.text_a[:3]), tf.constant(data.text_b[:3])))
-    for name in expected:
-        np.testing.assert_array_equal(features[name], expected[name])
-    np.testing.assert_array_equal(labels, data.labels[:3])
-    bad = ClassificationData(["a", "b"], None, np.array([0, 5], "int32"), ["0", "1"])
-    with pytest.raises(ValueError, match="label 5 is outside"):
-        classification_dataset(bad, preprocessor, 2, is_training=True, num_classes=2)
-    shuffled = classification_dataset(data, preprocessor, 8, is_training=True, seed=3)
-    assert sorted(next(iter(shuffled))[1].numpy().tolist()) == sorted(data.labels.tolist())
+    examples = list(data)
+    assert len(examples) == len(data) and all(isinstance(e, ClassificationExample) for e in examples)
+    assert [(e.text_a, e.text_b, e.label, e.id) for e in examples] == list(
+        zip(data.text_a, data.text_b, data.labels.tolist(), data.ids)
+    )
+    assert type(examples[0].label) is int
+    test = list(read_glue_tsv(FIXTURES / "MRPC" / "test.tsv", "mrpc", "test"))
+    assert [e.id for e in test] == ["0", "1"] and {e.label for e in test} == {None}
+    single = list(ClassificationData(["x"], None, np.array([0.5], "float32"), ["a"]))
+    assert single == [ClassificationExample("a", "x", None, 0.5)]
 
 
-# Metrics against values worked out by hand.
-def test_binary_metrics_by_hand():
-    labels = [1, 1, 1, 0, 0, 0, 1, 0]
-    predictions = [1, 1, 0, 0, 1, 0, 1, 0]
-    # tp=3, fn=1, fp=1, tn=3: F1 = 6/8; MCC = (9-1)/sqrt(4*4*4*4) = 0.5
-    assert f1_binary(labels, predictions) == pytest.approx(0.75)
-    assert matthews_corrcoef(labels, predictions) == pytest.approx(0.5)
-    assert matthews_corrcoef([1, 1, 0], [1, 1, 1]) == 0.0  # undefined -> 0
-    assert f1_binary([0, 0], [0, 0]) == 0.0
-    assert glue_metrics("mrpc", labels, predictions) == pytest.approx({"f1": 0.75, "accuracy": 0.75})
-    assert set(glue_metrics("cola", labels, predictions)) == {"matthews_corrcoef", "accuracy"}
+def test_short_row_before_the_id_column_is_a_bad_line(tmp_path):
+    """The id column counts among the columns a line needs (it used to raise IndexError)."""
+    path = _write(tmp_path, "sentence\tlabel\tindex\ngood\t1\t7\nshort\t0\nfine\t0\t9\n")
+    with pytest.raises(ValueError, match=r"train\.tsv, line 3: expected at least 3 tab-separated columns, found 2"):
+        read_glue_tsv(path, "sst2")
+    data = read_glue_tsv(path, "sst2", on_error="skip")
+    assert data.text_a == ["good", "fine"] and data.ids == ["7", "9"]
 
 
-def test_correlations_by_hand():
-    # x = 1,2,3,4 and y = 2,4,5,9: means 2.5 and 5; deviations (-1.5,-.5,.5,1.5), (-3,-1,0,4)
-    # covariance sum 4.5+0.5+0+6 = 11; sqrt(5 * 26) = 11.40175...
-    assert pearson([1, 2, 3, 4], [2, 4, 5, 9]) == pytest.approx(11 / np.sqrt(130))
-    # Ranks with ties: y = 10,20,20,30 -> 1, 2.5, 2.5, 4; x ranks 1..4: sum dev products
-    # (-1.5)(-1.5)+(-.5)(0)+(.5)(0)+(1.5)(1.5) = 4.5; sqrt(5 * 4.5) -> 4.5/4.7434
-    assert spearman([1, 2, 3, 4], [10, 20, 20, 30]) == pytest.approx(4.5 / np.sqrt(5 * 4.5))
-    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    result = glue_metrics("stsb", [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 5.0, 9.0])
-    assert result["pearson"] == pytest.approx(11 / np.sqrt(130)) and result["spearman"] == pytest.approx(1.0)
+def test_byte_order_mark_before_the_header(tmp_path):
+    path = _write(tmp_path, b"\xef\xbb\xbfsentence\tlabel\ngood\t1\n")
+    assert read_glue_tsv(path, "sst2").text_a == ["good"]
