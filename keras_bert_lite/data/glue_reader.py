@@ -96,7 +96,8 @@ def read_glue_tsv(
             the test layout with a header and an `index` column).
         on_error: "raise" at the first bad line, or "skip" it with a logged warning. Bad lines:
             too few columns, a label that is not one of the task's labels (or not a finite
-            number for regression), text that is not valid UTF-8.
+            number for regression), text that is not valid UTF-8. Empty lines are ignored; a
+            line of spaces is a record (and a bad one, without its label column).
 
     Returns:
         `ClassificationData` (labels None for the test split).
@@ -133,7 +134,7 @@ def read_glue_tsv(
     texts: list[list[str]] = [[] for _ in text_idx]
     labels, ids = [], []
     for line_number, raw in enumerate(raw_lines[1:] if has_header else raw_lines, start=2 if has_header else 1):
-        if not raw.strip():
+        if not raw:  # an empty line; a line of spaces is a (short) record
             continue
         try:
             fields = raw.decode("utf-8-sig" if line_number == 1 else "utf-8").split("\t")

@@ -4,6 +4,8 @@ import pathlib
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from keras_bert_lite.data.glue_reader import ClassificationData, ClassificationExample, read_glue_tsv
 from keras_bert_lite.data.glue_tasks import GLUE_TASKS, get_glue_task
@@ -121,3 +123,74 @@ def test_short_row_before_the_id_column_is_a_bad_line(tmp_path):
 def test_byte_order_mark_before_the_header(tmp_path):
     path = _write(tmp_path, b"\xef\xbb\xbfsentence\tlabel\ngood\t1\n")
     assert read_glue_tsv(path, "sst2").text_a == ["good"]
+
+
+# Property-based: generated files in each layout, read exactly; one bad line named, or skipped alone.
+_TEXT = st.text(st.characters(blacklist_characters="\t\n\r", blacklist_categories=("Cs",)), max_size=30)
+_LAYOUTS = {  # task -> (header or None, builds the line's fields from (text_a, text_b, label))
+    "sst2": ("sentence\tlabel", lambda a, b, label: [a, label]),
+    "mrpc": ("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String", lambda a, b, label: [label, "1", "2", a, b]),
+    "cola": (None, lambda a, b, label: ["src", label, "*", a]),
+    "stsb": (
+        "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore",
+        lambda a, b, label: ["7", "g", "f", "2012", "1", "s", "s", a, b, label],
+    ),
+}
+_SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def glue_files(draw):
+    """(task, lines as bytes, expected rows (text_a, text_b, label) per line, first data line number)."""
+    task = draw(st.sampled_from(sorted(_LAYOUTS)))
+    header, fields = _LAYOUTS[task]
+    spec = get_glue_task(task)
+    rows = []
+    for _ in range(draw(st.integers(1, 12))):
+        label = draw(st.floats(0, 5, allow_nan=False)) if spec.is_regression else draw(st.sampled_from(spec.labels))
+        rows.append((draw(_TEXT), draw(_TEXT) if spec.is_pair else None, label))
+    lines = [("\t".join(fields(a, b, repr(label) if spec.is_regression else label))).encode() for a, b, label in rows]
+    if header:
+        lines.insert(0, header.encode())
+    return task, lines, rows, 2 if header else 1
+
+
+def _check(data, rows, first_line, task):
+    spec = get_glue_task(task)
+    assert data.text_a == [a for a, _, _ in rows]
+    assert data.text_b == (None if not spec.is_pair else [b for _, b, _ in rows])
+    expected = [label if spec.is_regression else spec.labels.index(label) for _, _, label in rows]
+    assert data.labels.tolist() == pytest.approx(expected)
+
+
+@_SETTINGS
+@given(glue_files())
+def test_generated_files_are_read_exactly(tmp_path_factory, generated):
+    task, lines, rows, first_line = generated
+    path = tmp_path_factory.mktemp("glue") / "train.tsv"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    data = read_glue_tsv(path, task)
+    _check(data, rows, first_line, task)
+    if task != "stsb":
+        assert data.ids == [f"line {first_line + i}" for i in range(len(rows))]
+
+
+@_SETTINGS
+@given(glue_files(), st.data(), st.sampled_from(["short", "label", "utf8"]))
+def test_a_bad_line_is_named_or_skipped_alone(tmp_path_factory, generated, data, kind):
+    task, lines, rows, first_line = generated
+    bad = data.draw(st.integers(0, len(rows) - 1), label="bad row")
+    index = bad + first_line - 1
+    if kind == "short":
+        lines[index] = lines[index].split(b"\t")[0] or data.draw(st.sampled_from([b"x", b" ", b"\x0b"]))
+    elif kind == "label":
+        fields = _LAYOUTS[task][1]("a", "b", "not-a-label")
+        lines[index] = "\t".join(fields).encode()
+    else:
+        lines[index] = lines[index] + b"\xff"
+    path = tmp_path_factory.mktemp("glue") / "bad.tsv"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(ValueError, match=rf"bad\.tsv, line {bad + first_line}: "):
+        read_glue_tsv(path, task)
+    if len(rows) > 1:
+        _check(read_glue_tsv(path, task, on_error="skip"), rows[:bad] + rows[bad + 1 :], first_line, task)
