@@ -123,7 +123,8 @@ def pretraining_dataset(
             seed=masker.seed if seed is None else seed, rerandomize_each_iteration=True
         )
         dataset = tf.data.Dataset.zip(dataset, mask_seeds).map(
-            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index]))
+            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index])),
+            num_parallel_calls=tf.data.AUTOTUNE,
         )
     return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
 

@@ -68,6 +68,3 @@ def test_tag_inputs_works_on_raw_ragged_words(preprocessor):
 def test_unknown_tag_in_memory_is_an_error(preprocessor):
     with pytest.raises(ValueError, match="line 7: tag 'B-FOO'"):
         ner_dataset([TaggedSentence(["x"], ["B-FOO"], 7)], preprocessor, CONLL2003_TAGS, 1, False)
-
-
-# ----------------------------------------------------------------- entity F1 by hand
