@@ -8,15 +8,17 @@ and a check after the last record finds what was lost — a record number that w
 fewer bytes consumed than the file holds — and raises one `InvalidArgumentError` naming the file
 and the record. The same check reports features of the wrong length and values outside
 `value_ranges` (positions beyond the sequence, labels other than 0/1, ids beyond the
-vocabulary). Messages are only formatted once something is wrong, so valid data pays for a few
-comparisons per record.
+vocabulary). Records are parsed and checked in chunks, and messages are only formatted once
+something is wrong, so valid data pays for a few vectorized comparisons per chunk.
 
 Example:
 
-    >>> records = read_checked_records(tf.constant("train.tfrecord"), tf.constant(1_234_567, tf.int64),
+    >>> path = "train.tfrecord"
+    >>> records = read_checked_records(tf.constant(path), tf.constant(tf.io.gfile.stat(path).length),
     ...                                seq_length=128, max_predictions_per_seq=20)
-    >>> sorted(next(iter(records)))
-    ['input_ids', 'input_mask', 'masked_lm_ids', 'masked_lm_positions', ...]
+    >>> features = unpack_features(next(iter(records.batch(32))), 128, 20)
+    >>> features["input_ids"].shape, features["masked_lm_weights"].dtype
+    (TensorShape([32, 128]), tf.float32)
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def read_checked_records(
 
     Args:
         path: scalar string tensor, the file.
-        size: scalar int64 tensor, the file's size in bytes (to detect a file that ends early).
+        size: scalar integer tensor, the file's size in bytes (to detect a file that ends early).
         seq_length: expected length of input_ids, input_mask and segment_ids.
         max_predictions_per_seq: expected length of the masked_lm_* features.
         vocab_size: when given, input_ids and masked_lm_ids must be below it.
@@ -92,7 +94,7 @@ def read_checked_records(
             },
         )
     )
-    check = _ChunkCheck(path, size, lengths, value_ranges(seq_length, vocab_size), seq_length, vocab_size)
+    check = _ChunkCheck(path, tf.cast(size, tf.int64), lengths, value_ranges(seq_length, vocab_size), seq_length, vocab_size)
     initial = (tf.constant(0, tf.int64), tf.constant(0, tf.int64))
     return (
         chunks.concatenate(end)
