@@ -137,3 +137,30 @@ def test_saved_model_serves_raw_strings_without_this_package(tmp_path, small_voc
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_a_scalar_string_is_one_unbatched_example(small_vocab):
+    preprocessor = BertPreprocessor(small_vocab, seq_length=8)
+    batched = preprocessor(tf.constant(["The cat sat.", "On the mat."]))
+    single = preprocessor("The cat sat.")
+    pair = preprocessor((tf.constant("The cat sat."), tf.constant("On the mat.")))
+    batched_pair = preprocessor((["The cat sat."], ["On the mat."]))
+    for name in NAMES:
+        assert single[name].shape == (8,) and pair[name].shape == (8,)
+        assert np.array_equal(single[name], batched[name][0])
+        assert np.array_equal(pair[name], batched_pair[name][0])
+    # In tf.data before batching, as with KerasHub's preprocessors.
+    mapped = tf.data.Dataset.from_tensor_slices(["The cat sat.", "On the mat."]).map(preprocessor).batch(2)
+    for name in NAMES:
+        assert np.array_equal(next(iter(mapped))[name], batched[name])
+
+
+@pytest.mark.parametrize("inputs", [
+    tf.constant([["a", "b"]]),
+    (tf.constant("a"), tf.constant(["b"])),
+])
+def test_inputs_that_are_not_a_batch_of_strings_are_a_clear_error(small_vocab, inputs):
+    with pytest.raises(ValueError, match=r"expects a batch of strings \(shape \[batch\]\), a scalar string"):
+        BertPreprocessor(small_vocab, seq_length=8)(inputs)
+    with pytest.raises(TypeError, match="expects tf.string input, got int32"):
+        BertPreprocessor(small_vocab, seq_length=8)(tf.constant([1, 2]))
