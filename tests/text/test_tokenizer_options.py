@@ -166,3 +166,42 @@ def test_options_round_trip_through_config_and_old_configs_load():
     assert (restored.strip_accents, restored.special_tokens_in_strings, restored.preserve_unused_tokens) == (
         True, False, False)
     assert restored(text).to_list() == BertTokenizer(GOOGLE_TEST_VOCAB)(text).to_list()
+
+
+@pytest.mark.slow
+def test_where_google_and_hugging_face_differ_and_what_the_defaults_follow(minilm_dir, real_vocab_file,
+                                                                           original_tokenization):
+    """Each difference the README's table states, on the real uncased vocabulary."""
+    from transformers import BertTokenizerFast
+
+    google = original_tokenization.FullTokenizer(real_vocab_file, do_lower_case=True)
+    hugging_face = BertTokenizerFast.from_pretrained(minilm_dir)
+    ours = BertTokenizer(real_vocab_file)
+
+    def tokens(text):
+        return google.tokenize(text), hugging_face.tokenize(text), _tokens(ours, text)
+
+    # Word length limit: 200 characters (Google) vs 100 (HF); ours 100, max_chars_per_token=200 for Google's.
+    g, h, o = tokens("a" * 150)
+    assert g[0] == "aaa" and h == o == ["[UNK]"]
+    assert _tokens(BertTokenizer(real_vocab_file, max_chars_per_token=200), "a" * 150) == g
+    # Capital sigma ending a word: Python's str.lower (Google) gives the final form, HF does not; ours: Google.
+    g, h, o = tokens("ΣΑΣ")
+    assert g == o == ["σ", "##α", "##ς"] and h == ["σ", "##α", "##σ"]
+    # Private-use characters: part of a word for Google, removed by HF; ours: Google.
+    g, h, o = tokens("a\ue000b")
+    assert g == o == ["[UNK]"] and h == ["ab"]
+    # Special tokens written in text: text for Google, kept whole by HF; ours: Google, or HF's with the option.
+    g, h, o = tokens("a [MASK] b")
+    assert g == o == ["a", "[", "mask", "]", "b"] and h == ["a", "[MASK]", "b"]
+    assert _tokens(BertTokenizer(real_vocab_file, special_tokens_in_strings=True), "a [MASK] b") == h
+    # [unusedN]: kept whole by Google's --preserve_unused_tokens (off by default), text for HF.
+    g, h, o = tokens("a [unused0] b")
+    assert g == h == o == ["a", "[", "unused", "##0", "]", "b"]
+    with flagsaver.flagsaver(preserve_unused_tokens=True):
+        g = google.tokenize("a [unused0] b")
+    assert g == _tokens(BertTokenizer(real_vocab_file, preserve_unused_tokens=True), "a [unused0] b")
+    assert g == ["a", "[unused0]", "b"]
+    # Unicode tables: U+061D is punctuation since Unicode 14 (Python 3.11's database), unknown to HF's.
+    g, h, o = tokens("a\u061db")
+    assert g == o == ["a", "[UNK]", "b"] and h == ["[UNK]"]
