@@ -79,14 +79,17 @@ def _as_string_batch(inputs) -> tf.Tensor:
     return strings
 
 
-def _lookup(strings: tf.Tensor, candidate_pattern: str, tokens: Sequence[str], ids: Sequence[int]) -> tf.Tensor:
+def _lookup(
+    strings: tf.Tensor, candidate_pattern: str, tokens: Sequence[str], ids: Sequence[int]
+) -> tf.Tensor:
     """Id (int32 [N]) of each of strings [N] found in the small list `tokens`, else -1.
 
     Only strings fully matching `candidate_pattern` (rare) are compared with every token.
     """
     candidates = tf.where(tf.strings.regex_full_match(strings, candidate_pattern))
     hits = tf.equal(tf.gather_nd(strings, candidates)[:, tf.newaxis], tf.constant(tokens)[tf.newaxis, :])
-    found = tf.where(tf.reduce_any(hits, axis=1), tf.gather(tf.constant(ids, tf.int32), tf.argmax(hits, 1)), -1)
+    found = tf.gather(tf.constant(ids, tf.int32), tf.argmax(hits, axis=1))
+    found = tf.where(tf.reduce_any(hits, axis=1), found, -1)
     return tf.tensor_scatter_nd_update(tf.fill(tf.shape(strings), -1), candidates, found)
 
 
@@ -280,7 +283,7 @@ class BertTokenizer(keras.layers.Layer):
         return self._tokenize(strings, with_offsets=True)
 
     def _tokenize(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
-        """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends) with the word spans in `strings`."""
+        """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends): word spans in `strings`."""
         if not self._split_pattern:
             return self._word_pieces(strings, with_offsets)
         import tensorflow_text as tf_text
@@ -358,7 +361,9 @@ class BertTokenizer(keras.layers.Layer):
             self.strip_accents,
         )
         return (ids, *(
-            offsets.with_flat_values(tf.tensor_scatter_nd_update(offsets.flat_values, mapped, span.flat_values))
+            offsets.with_flat_values(
+                tf.tensor_scatter_nd_update(offsets.flat_values, mapped, span.flat_values)
+            )
             for offsets, span in zip((starts, ends), spans)
         ))
 
@@ -390,10 +395,8 @@ class BertTokenizer(keras.layers.Layer):
         source = tf.tensor_scatter_nd_update(
             tf.range(batch_size), rows[:, tf.newaxis], batch_size + tf.range(tf.size(rows, tf.int64))
         )
-        return tuple(
-            tf.gather(tf.concat([old, tf.ragged.boolean_mask(new.with_flat_values(value), keep)], axis=0), source)
-            for old, new, value in zip(pieces, redone, values)
-        )
+        redone = [tf.ragged.boolean_mask(r.with_flat_values(value), keep) for r, value in zip(redone, values)]
+        return tuple(tf.gather(tf.concat([old, new], axis=0), source) for old, new in zip(pieces, redone))
 
     def _word_spans(self, ids, starts, ends):
         """Piece offsets [batch, (pieces)] -> the offsets of each piece's word (first start, last end)."""

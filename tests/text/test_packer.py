@@ -153,23 +153,28 @@ def _kept_lengths(lengths, budget, truncator):
 def _packing_cases(draw):
     num_segments = draw(st.integers(1, 3))
     seq_length = draw(st.integers(num_segments + 1, 40))
-    rows = draw(st.lists(
-        st.lists(st.lists(st.integers(5, 30_000), max_size=45), min_size=num_segments, max_size=num_segments),
-        min_size=100, max_size=150,
-    ))
+    lengths = draw(st.lists(st.lists(st.integers(0, 45), min_size=num_segments, max_size=num_segments),
+                            min_size=120, max_size=160))
+    # Distinct ids (all in a 30,000-token vocabulary) show which tokens were kept.
+    rows = [[[5 + 50 * (3 * r + i) + k for k in range(n)] for i, n in enumerate(row)]
+            for r, row in enumerate(lengths)]
     truncator = draw(st.sampled_from(["round_robin", "waterfall"]))
     return seq_length, truncator, draw(st.sampled_from([tf.int32, tf.int64])), rows
 
 
 def test_packing_generated_batches():
-    @settings(max_examples=25, deadline=None, derandomize=True, database=None)
+    @settings(max_examples=20, deadline=None, derandomize=True, database=None)
     @given(_packing_cases())
     def check(case):
         seq_length, truncator, dtype, rows = case
         num_segments = len(rows[0])
         packer = BertPackInputs(seq_length, CLS, SEP, padding_id=PAD, truncator=truncator)
-        segments = [tf.ragged.constant([row[i] for row in rows], dtype=dtype, ragged_rank=1)
-                    for i in range(num_segments)]
+        segments = [
+            tf.RaggedTensor.from_row_lengths(
+                tf.constant([t for row in rows for t in row[i]], dtype), [len(row[i]) for row in rows]
+            )
+            for i in range(num_segments)
+        ]
         out = packer(segments if num_segments > 1 else segments[0])
         assert all(v.shape == (len(rows), seq_length) and v.dtype == tf.int32 for v in out.values())
         word_ids, mask, type_ids = (out[k].numpy().tolist() for k in ("input_word_ids", "input_mask",

@@ -115,7 +115,8 @@ def test_saved_model_serves_raw_strings_without_this_package(tmp_path, small_voc
 
     module = Serving(preprocessor)
     export_dir = str(tmp_path / "export")
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.single, "pair": module.pair})
+    signatures = {"serving_default": module.single, "pair": module.pair}
+    tf.saved_model.save(module, export_dir, signatures=signatures)
     texts_a = ["Héllo, wörld! 中文 " + "x" * 150, "The quick brown fox.", ""]
     texts_b = ["Second segment here.", "", "only b"]
     expected = {

@@ -26,7 +26,8 @@ def _ours(tokenizer, texts, batch_size=4096):
 
 def _first_mismatches(texts, expected, actual, vocab, limit=5):
     bad = [(t, e, a) for t, e, a in zip(texts, expected, actual) if e != a]
-    return len(bad), [(t[:60], [vocab[i] for i in e][:12], [vocab[i] for i in a][:12]) for t, e, a in bad[:limit]]
+    examples = [(t[:60], [vocab[i] for i in e][:12], [vocab[i] for i in a][:12]) for t, e, a in bad[:limit]]
+    return len(bad), examples
 
 
 @pytest.mark.slow
@@ -68,7 +69,8 @@ def test_ids_match_original_across_unicode(real_vocab_file, real_vocab, original
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lower_case", [True, False])
-def test_ids_match_hugging_face(minilm_dir, real_vocab_file, real_vocab, real_sentences, edge_cases, lower_case):
+def test_ids_match_hugging_face(minilm_dir, real_vocab_file, real_vocab, real_sentences, edge_cases,
+                                lower_case):
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertTokenizerFast
 
@@ -91,7 +93,8 @@ def test_ids_match_hugging_face(minilm_dir, real_vocab_file, real_vocab, real_se
         assert count == 0, examples
 
 
-def test_words_match_original_basic_tokenizer(real_vocab_file, real_sentences, edge_cases, original_tokenization):
+def test_words_match_original_basic_tokenizer(real_vocab_file, real_sentences, edge_cases,
+                                              original_tokenization):
     texts = real_sentences[:300] + edge_cases
     reference = original_tokenization.FullTokenizer(real_vocab_file, do_lower_case=True)
     expected = [

@@ -1,4 +1,4 @@
-"""BertTokenizer.tokenize_with_offsets: the ids of `tokenizer(...)`, each piece with its word's source span."""
+"""BertTokenizer.tokenize_with_offsets: the ids of `tokenizer(...)`, each piece with its word's span."""
 
 import unicodedata
 
@@ -117,4 +117,5 @@ def test_scalar_input_tf_function_and_invalid_utf8(real_vocab_file):
     text = b"caf\xc3 ok \xff\xfeend"  # invalid bytes are dropped, like the original's decode("ignore")
     graph = tf.function(tokenizer.tokenize_with_offsets)(tf.constant([text]))
     assert graph[0].to_list() == tokenizer(tf.constant([text])).to_list()
-    assert [text[s:e] for s, e in zip(graph[1][0].numpy(), graph[2][0].numpy())] == [b"caf\xc3", b"ok", b"end"]
+    spans = zip(graph[1][0].numpy(), graph[2][0].numpy())
+    assert [text[s:e] for s, e in spans] == [b"caf\xc3", b"ok", b"end"]

