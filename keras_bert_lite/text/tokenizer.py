@@ -11,62 +11,23 @@ the Unicode normalisation.
 from __future__ import annotations
 
 import os
-import re
-import unicodedata
 from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
 
-from keras_bert_lite.text.normalization import CJK, PLAIN_ASCII, WHITESPACE, normalize_text, source_spans
-from keras_bert_lite.text.vocab import SPECIAL_TOKENS, load_vocabulary, validate_vocabulary
+from keras_bert_lite.text.normalization import PLAIN_ASCII, normalize_text, source_spans
+from keras_bert_lite.text.protected_words import ProtectedWords
+from keras_bert_lite.text.vocab import (
+    SPECIAL_TOKENS,
+    SUFFIX_INDICATOR,
+    load_vocabulary,
+    validate_vocabulary,
+    wordpiece_trie_tokens,
+)
 
 # tensorflow_text (~120 MB resident) is imported in the functions that use it, so that
 # `import keras_bert_lite` (e.g. for training from TFRecords) does not load it.
-
-SUFFIX_INDICATOR = "##"
-# Words Google's `preserve_unused_tokens` keeps whole (when in the vocabulary), as its `_UNUSED_TOKEN_RE`.
-_UNUSED_TOKEN = re.compile(r"\[unused\d+\]")
-_UNUSED_CANDIDATE = r"\[unused\p{Nd}+\]"
-_SPECIAL_PATTERN = "|".join(re.escape(token) for token in SPECIAL_TOKENS)
-# Fast WordPiece's limit for a vocabulary token, in UTF-8 bytes after the suffix indicator.
-_MAX_TOKEN_BYTES = 256
-# Normalisation removes U+FFFD, so a WordPiece token holding it never matches any text.
-_NEVER_MATCHES = "\ufffd"
-
-
-def _removed_by_normalization(char: str) -> bool:
-    return char in ("\x00", "\ufffd") or (
-        unicodedata.category(char) in ("Cc", "Cf") and char not in "\t\n\r"
-    )
-
-
-def _wordpiece_vocabulary(tokens: Sequence[str], max_chars_per_token: int, source: str) -> list[str]:
-    """The tokens as fast WordPiece's trie takes them, ids unchanged.
-
-    The trie refuses tokens holding a NUL, tokens over 256 bytes, and vocabularies without a plain
-    whole-word token, all of which the original tokenizer accepts. Tokens the original can never produce
-    (holding a character that normalisation removes, or longer than any word that is not [UNK]) become
-    placeholders that match no text, exactly as unreachable as they were; one more placeholder after the
-    last id gives the trie a whole-word token. Only a long token that real text could reach is an error.
-    """
-    trie_tokens = []
-    for line_number, token in enumerate(tokens, start=1):
-        word = token.removeprefix(SUFFIX_INDICATOR)
-        if token not in SPECIAL_TOKENS and any(_removed_by_normalization(c) for c in token):
-            token = f"{_NEVER_MATCHES}{line_number}"
-        elif len(word.encode("utf-8")) > _MAX_TOKEN_BYTES:
-            if len(word) <= max_chars_per_token:
-                raise ValueError(
-                    f"Vocabulary {source}, line {line_number}: token {token[:24]!r}... is "
-                    f"{len(word.encode('utf-8'))} bytes long; tensorflow-text's WordPiece takes at most "
-                    f"{_MAX_TOKEN_BYTES} bytes per token (after '{SUFFIX_INDICATOR}'). Remove or shorten it, "
-                    f"or set max_chars_per_token below its {len(word)} characters."
-                )
-            token = f"{_NEVER_MATCHES}{line_number}"
-        trie_tokens.append(token)
-    return [*trie_tokens, _NEVER_MATCHES]
-
 
 def _as_string_batch(inputs) -> tf.Tensor:
     strings = tf.convert_to_tensor(inputs)
@@ -77,20 +38,6 @@ def _as_string_batch(inputs) -> tf.Tensor:
             f"BertTokenizer expects a scalar or a [batch] vector of strings, got shape {strings.shape}."
         )
     return strings
-
-
-def _lookup(
-    strings: tf.Tensor, candidate_pattern: str, tokens: Sequence[str], ids: Sequence[int]
-) -> tf.Tensor:
-    """Id (int32 [N]) of each of strings [N] found in the small list `tokens`, else -1.
-
-    Only strings fully matching `candidate_pattern` (rare) are compared with every token.
-    """
-    candidates = tf.where(tf.strings.regex_full_match(strings, candidate_pattern))
-    hits = tf.equal(tf.gather_nd(strings, candidates)[:, tf.newaxis], tf.constant(tokens)[tf.newaxis, :])
-    found = tf.gather(tf.constant(ids, tf.int32), tf.argmax(hits, axis=1))
-    found = tf.where(tf.reduce_any(hits, axis=1), found, -1)
-    return tf.tensor_scatter_nd_update(tf.fill(tf.shape(strings), -1), candidates, found)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -170,20 +117,12 @@ class BertTokenizer(keras.layers.Layer):
         self.strip_accents = self.lower_case if strip_accents is None else bool(strip_accents)
         self.special_tokens_in_strings = bool(special_tokens_in_strings)
         self.preserve_unused_tokens = bool(preserve_unused_tokens)
-        self._unused_tokens = [t for t in tokens if _UNUSED_TOKEN.fullmatch(t)]
-        # Protected words are split off the text first: special tokens anywhere; for unused tokens, every
-        # whitespace-separated word (and CJK ideograph), as the original checks words after that split.
-        split, keep = [], []
-        if self.special_tokens_in_strings:
-            split.append(_SPECIAL_PATTERN)
-            keep.append(_SPECIAL_PATTERN)
-        if self.preserve_unused_tokens:
-            split += [WHITESPACE + "+", CJK]
-            keep.append(CJK)
-        self._split_pattern, self._keep_pattern = "|".join(split), "|".join(keep)
+        self._protected_words = ProtectedWords(
+            self._ids, self.special_tokens_in_strings, self.preserve_unused_tokens
+        )
 
         # Fast WordPiece limits words by bytes: `_redo_by_chars` applies the character limit.
-        trie_tokens = _wordpiece_vocabulary(tokens, self.max_chars_per_token, source)
+        trie_tokens = wordpiece_trie_tokens(tokens, self.max_chars_per_token, source)
         self._wordpiece = self._build_wordpiece(trie_tokens, self.max_chars_per_token)
         self._wordpiece_wide = self._build_wordpiece(trie_tokens, 4 * self.max_chars_per_token)
         self._vocab_strings = tf.constant(tokens, dtype=tf.string)
@@ -284,15 +223,9 @@ class BertTokenizer(keras.layers.Layer):
 
     def _tokenize(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
         """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends): word spans in `strings`."""
-        if not self._split_pattern:
+        if not self._protected_words.enabled:
             return self._word_pieces(strings, with_offsets)
-        import tensorflow_text as tf_text
-
-        # tensorflow-text's regex split stops at a NUL byte; normalisation removes NUL and U+0001 alike.
-        parts, part_starts, part_ends = tf_text.regex_split_with_offsets(
-            tf.strings.regex_replace(strings, r"\x00", "\x01"), self._split_pattern, self._keep_pattern
-        )
-        protected = self._protected_ids(parts.flat_values)
+        parts, part_starts, part_ends, protected = self._protected_words.split(strings)
         is_protected = protected >= 0
         pieces = self._word_pieces(tf.where(is_protected, "", parts.flat_values), with_offsets)
         lengths = tf.cast(is_protected, tf.int64)
@@ -313,19 +246,6 @@ class BertTokenizer(keras.layers.Layer):
             parts.with_flat_values(tf.concat([values, token], axis=1)).merge_dims(1, 2)
             for values, token in zip(pieces, kept)
         )
-
-    def _protected_ids(self, parts: tf.Tensor) -> tf.Tensor:
-        """Id (int32 [N]) of each part kept whole (a special token, an unused token), else -1."""
-        ids = tf.fill(tf.shape(parts), -1)
-        if self.special_tokens_in_strings:
-            special_ids = [self._ids[t] for t in SPECIAL_TOKENS]
-            ids = tf.maximum(ids, _lookup(parts, _SPECIAL_PATTERN, SPECIAL_TOKENS, special_ids))
-        if self.preserve_unused_tokens and self._unused_tokens:
-            # The original checks the word after removing control characters, before lower-casing.
-            cleaned = normalize_text(parts, lower_case=False, strip_accents=False)
-            unused_ids = [self._ids[t] for t in self._unused_tokens]
-            ids = tf.maximum(ids, _lookup(cleaned, _UNUSED_CANDIDATE, self._unused_tokens, unused_ids))
-        return ids
 
     def _word_pieces(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
         """`_tokenize` without protected words."""

@@ -1,7 +1,9 @@
-"""WordPiece vocabularies: reading and checking `vocab.txt` files, and learning one from a corpus."""
+"""WordPiece vocabularies: reading and checking `vocab.txt` files, their form for tensorflow-text's WordPiece
+trie, and learning one from a corpus."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
@@ -10,6 +12,12 @@ from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.text.normalization import WHITESPACE, normalize_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+SUFFIX_INDICATOR = "##"
+
+# Fast WordPiece's limit for a vocabulary token, in UTF-8 bytes after the suffix indicator.
+_MAX_TOKEN_BYTES = 256
+# Normalisation removes U+FFFD, so a WordPiece token holding it never matches any text.
+_NEVER_MATCHES = "\ufffd"
 
 _BATCH_SIZE = 1024
 _BLANK = r"[\s\p{Z}]*"
@@ -73,6 +81,51 @@ def validate_vocabulary(tokens: Sequence[str], source: str) -> list[str]:
             )
         first_line[token] = line_number
     return tokens
+
+
+def _removed_by_normalization(char: str) -> bool:
+    return char in ("\x00", "\ufffd") or (
+        unicodedata.category(char) in ("Cc", "Cf") and char not in "\t\n\r"
+    )
+
+
+def wordpiece_trie_tokens(tokens: Sequence[str], max_chars_per_token: int, source: str) -> list[str]:
+    """The tokens as tensorflow-text's fast WordPiece trie takes them, ids unchanged.
+
+    The trie refuses tokens holding a NUL, tokens over 256 bytes, and vocabularies without a plain
+    whole-word token, all of which the original tokenizer accepts. Tokens the original can never produce
+    (holding a character that normalisation removes, or longer than any word that is not [UNK]) become
+    placeholders that match no text, exactly as unreachable as they were; one more placeholder after the
+    last id gives the trie a whole-word token. Only a long token that real text could reach is an error.
+
+    Args:
+        tokens: the vocabulary in id order.
+        max_chars_per_token: the tokenizer's word length limit (longer words become [UNK]).
+        source: where the tokens come from, for error messages.
+
+    Returns:
+        The trie's vocabulary: `tokens` with placeholders, plus one placeholder.
+
+    Raises:
+        ValueError: naming `source` and the line of a token over 256 bytes (after "##") that a word within
+            `max_chars_per_token` could match.
+    """
+    trie_tokens = []
+    for line_number, token in enumerate(tokens, start=1):
+        word = token.removeprefix(SUFFIX_INDICATOR)
+        if token not in SPECIAL_TOKENS and any(_removed_by_normalization(c) for c in token):
+            token = f"{_NEVER_MATCHES}{line_number}"
+        elif len(word.encode("utf-8")) > _MAX_TOKEN_BYTES:
+            if len(word) <= max_chars_per_token:
+                raise ValueError(
+                    f"Vocabulary {source}, line {line_number}: token {token[:24]!r}... is "
+                    f"{len(word.encode('utf-8'))} bytes long; tensorflow-text's WordPiece takes at most "
+                    f"{_MAX_TOKEN_BYTES} bytes per token (after '{SUFFIX_INDICATOR}'). Remove or shorten it, "
+                    f"or set max_chars_per_token below its {len(word)} characters."
+                )
+            token = f"{_NEVER_MATCHES}{line_number}"
+        trie_tokens.append(token)
+    return [*trie_tokens, _NEVER_MATCHES]
 
 
 def _vocab_learner():
