@@ -71,7 +71,8 @@ class ProtectedWords:
         Returns:
             (parts, starts, ends, ids): the parts (tf.string ragged [N, (parts)]), their UTF-8 byte spans in
             `strings` (int64 ragged [N, (parts)], end exclusive) and, per part in `parts.flat_values`, the
-            id of a word kept whole or -1 (int32 [num_parts]). Whitespace between words may be dropped.
+            id of a word kept whole or -1 (int32 [num_parts]). Whitespace between words may be dropped, and
+            NUL bytes read as U+0001 (normalisation removes both).
         """
         import tensorflow_text as tf_text  # loaded on use (~120 MB resident)
 
