@@ -165,3 +165,29 @@ def test_inputs_that_are_not_a_batch_of_strings_are_a_clear_error(small_vocab, i
         BertPreprocessor(small_vocab, seq_length=8)(inputs)
     with pytest.raises(TypeError, match="expects tf.string input, got int32"):
         BertPreprocessor(small_vocab, seq_length=8)(tf.constant([1, 2]))
+
+
+def test_keras_file_with_a_config_from_before_the_tokenizer_options_loads(tmp_path, small_vocab):
+    import zipfile
+
+    preprocessor = BertPreprocessor(small_vocab, seq_length=12)
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, preprocessor(text))
+    path = tmp_path / "new.keras"
+    model.save(path)
+    # The same file as the previous release wrote it: the preprocessor config without the new options.
+    old_path = tmp_path / "old.keras"
+    with zipfile.ZipFile(path) as new, zipfile.ZipFile(old_path, "w") as old:
+        for item in new.infolist():
+            data = new.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                layer = next(x for x in config["config"]["layers"] if x["class_name"] == "BertPreprocessor")
+                for option in ("strip_accents", "special_tokens_in_strings", "preserve_unused_tokens"):
+                    del layer["config"][option]
+                data = json.dumps(config).encode()
+            old.writestr(item, data)
+    reloaded = keras.saving.load_model(old_path)
+    texts = tf.constant(["Café [MASK] au lait!", "[unused0] naïve"])
+    for name in NAMES:
+        assert np.array_equal(reloaded(texts)[name], model(texts)[name])
