@@ -1,8 +1,8 @@
 """SQuAD at real scale: reading and featurizing a SQuAD-v1.1-sized training file.
 
 Writes a SQuAD v1.1 JSON file with the shape of the real training set (by default 87,599
-questions on 18,896 paragraphs of 442 articles; contexts of about 120 words, a few long enough
-to need several windows; questions of about 10 words; answers of 1-5 words at their character
+questions on 18,896 paragraphs of 442 articles; contexts of about 150 word pieces, a few long enough
+to need several windows; questions of about 12 word pieces; answers of 1-5 words at their character
 offsets), made offline from the Python standard library's documentation, then times
 `read_squad(is_training=True)` and `squad_features` (384 tokens, doc stride 128, questions cut to
 64 tokens) on the real 30,522-entry uncased vocabulary of all-MiniLM-L6-v2.
@@ -58,13 +58,16 @@ def squad_document(num_questions: int, num_paragraphs: int, num_articles: int, s
     words = english_words()
     # Context lengths in words: ~150 word pieces on average (as SQuAD v1.1's ~120 English words),
     # with a long tail of contexts that need two or more 384-token windows.
-    lengths = np.clip(rng.lognormal(np.log(72), 0.4, num_paragraphs), 15, 600).astype(int)
-    questions_per_paragraph = np.bincount(rng.integers(0, num_paragraphs, num_questions), minlength=num_paragraphs)
-    questions_per_paragraph[questions_per_paragraph == 0] = 1
-    paragraphs, question_number, position = [], 0, 0
+    lengths = np.clip(rng.lognormal(np.log(72), 0.25, num_paragraphs), 15, 600).astype(int)
+    # At least one question per paragraph, the rest spread at random.
+    questions_per_paragraph = 1 + np.bincount(
+        rng.integers(0, num_paragraphs, num_questions - num_paragraphs), minlength=num_paragraphs
+    )
+    paragraphs, question_number, position, passes = [], 0, 0, 0
     for paragraph_index, length in enumerate(lengths):
         if position + length >= len(words):
-            position = 0
+            passes += 1
+            position = passes * 7  # every pass over the text cuts it at other places
         context_words = words[position : position + length]
         position += length
         context = " ".join(context_words)
