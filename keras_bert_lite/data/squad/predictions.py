@@ -17,6 +17,9 @@ from keras_bert_lite.data.squad.features import SquadFeatures
 from keras_bert_lite.data.squad.reading import SquadExample
 from keras_bert_lite.data.squad.spans import score_spans
 
+# Traced once per process (and per n_best_size / max_answer_length), for any number of windows.
+_score_spans = tf.function(score_spans, reduce_retracing=True)
+
 
 @dataclasses.dataclass
 class SquadPredictions:
@@ -79,12 +82,11 @@ def predict_answers(
         )
     windows_per_example = np.bincount(example_index, minlength=len(examples))
     window_starts = np.concatenate([[0], np.cumsum(windows_per_example)])
-    scorer = tf.function(score_spans, reduce_retracing=True)
     predictions = SquadPredictions({}, {}, {})
     for first in tqdm(range(0, len(examples), batch_size), "Predicting", disable=not progress):
         last = min(first + batch_size, len(examples))
         rows = slice(window_starts[first], window_starts[last])
-        spans = scorer(
+        spans = _score_spans(
             start_logits[rows], end_logits[rows], features.token_starts[rows], features.max_context[rows],
             windows_per_example[first:last], n_best_size, max_answer_length,
         )

@@ -24,17 +24,22 @@ def squad_windows(
     max_query_length: int,
     doc_stride: int,
     answer_spans: tf.Tensor | None = None,
+    context_index: tf.Tensor | None = None,
 ) -> dict[str, tf.Tensor]:
     """Every window of every (question, context) pair, W windows in all, in example order.
 
     Args:
         tokenizer: a `keras_bert_lite.text.BertTokenizer`.
         packer: a `keras_bert_lite.text.BertPackInputs`; its `seq_length` S is the window length.
-        questions, contexts: tf.string [B]. Contexts should be valid UTF-8 (byte offsets index them).
+        questions: tf.string [B].
+        contexts: tf.string [B], or [C] with `context_index`. They should be valid UTF-8 (byte
+            offsets index them).
         max_query_length: question tokens kept.
         doc_stride: tokens between the starts of consecutive windows of one context.
         answer_spans: optional int64 [B, 2], the UTF-8 byte span (end exclusive) of each example's
             answer in its context, -1 where there is none: adds the training labels.
+        context_index: optional int [B], the context of each question (questions about one
+            paragraph share its tokenization).
 
     Returns:
         `input_word_ids`, `input_mask`, `input_type_ids`: int32 [W, S], the model inputs.
@@ -51,6 +56,8 @@ def squad_windows(
     seq_length = packer.seq_length
     query = tokenizer(questions)[:, :max_query_length]
     ids, starts, ends = tokenize_with_offsets(tokenizer, contexts)
+    if context_index is not None:
+        ids, starts, ends = (tf.gather(t, context_index) for t in (ids, starts, ends))
     query_length = tf.cast(query.row_lengths(), tf.int32)
     num_tokens = tf.cast(ids.row_lengths(), tf.int32)
     room = seq_length - 3 - query_length  # context tokens per window
