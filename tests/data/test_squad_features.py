@@ -1,4 +1,4 @@
-"""SQuAD features: word offsets, labels, the window layout at its edges (no questions, empty
+"""SQuAD features: labels, the window layout at its edges (no questions, empty
 contexts, long questions, many windows) and bad arguments."""
 
 import collections
@@ -14,7 +14,6 @@ from keras_bert_lite.data.squad import (
     squad_dataset,
     squad_features,
     squad_windows,
-    tokenize_with_offsets,
 )
 from keras_bert_lite.text.packer import BertPackInputs
 
@@ -33,19 +32,6 @@ def tokenizer(real_vocab_file):
 def train_features(tokenizer):
     examples = read_squad(FIXTURES / "train-v1.1.json", is_training=True)
     return examples, squad_features(examples, tokenizer, **WINDOW)
-
-
-def test_tokenize_with_offsets_keeps_ids_and_maps_to_original_words(tokenizer):
-    texts = ["Héllo wörld, U.S. café's (1895).", "日本 text", "", "  unaffable\tthings "]
-    ids, starts, ends = tokenize_with_offsets(tokenizer, tf.constant(texts))
-    assert ids.to_list() == tokenizer(tf.constant(texts)).to_list()
-    words = [
-        [text.encode()[s:e].decode() for s, e in zip(row_starts, row_ends)]
-        for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list())
-    ]
-    assert words[0] == ["Héllo", "wörld", ",", "U", ".", "S", ".", "café", "'", "s", "(", "1895", ")", "."]
-    assert words[1] == ["日", "本", "text"] and words[2] == []
-    assert words[3][0] == words[3][1] == "unaffable" and words[3][-1] == "things"
 
 
 def test_labelled_tokens_cover_the_answer(train_features):

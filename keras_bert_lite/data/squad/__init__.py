@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0: reading, doc-stride windows, the paper's span scoring, EM/F1, in-graph answering.
 
-Word pieces keep the byte offsets of the word they come from, so a predicted span maps straight
-back to the original context text. Windows (`squad_windows`) and span scoring (`score_spans`) are
+Word pieces keep the byte offsets of the word they come from (`BertTokenizer.tokenize_with_offsets`),
+so a predicted span maps straight back to the original context text. Windows (`squad_windows`) and span scoring (`score_spans`) are
 TensorFlow ops shared by training features, evaluation and the exported SavedModel.
 
 Example:
@@ -23,7 +23,6 @@ from keras_bert_lite.data.squad.predictions import SquadPredictions, predict_ans
 from keras_bert_lite.data.squad.reading import SquadExample, parse_question, read_squad
 from keras_bert_lite.data.squad.spans import score_spans
 from keras_bert_lite.data.squad.windows import squad_windows
-from keras_bert_lite.data.squad.words import tokenize_with_offsets
 
 __all__ = [
     "SquadExample",
@@ -41,5 +40,4 @@ __all__ = [
     "squad_evaluate",
     "squad_features",
     "squad_windows",
-    "tokenize_with_offsets",
 ]

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert_lite.data.squad.words import tokenize_with_offsets
-
 
 def squad_windows(
     tokenizer,
@@ -29,7 +27,7 @@ def squad_windows(
     """Every window of every (question, context) pair, W windows in all, in example order.
 
     Args:
-        tokenizer: a `keras_bert_lite.text.BertTokenizer`.
+        tokenizer: a `keras_bert_lite.text.BertTokenizer` (its `tokenize_with_offsets` splits words).
         packer: a `keras_bert_lite.text.BertPackInputs`; its `seq_length` S is the window length.
         questions: tf.string [B].
         contexts: tf.string [B], or [C] with `context_index`. They should be valid UTF-8 (byte
@@ -55,7 +53,7 @@ def squad_windows(
     """
     seq_length = packer.seq_length
     query = tokenizer(questions)[:, :max_query_length]
-    ids, starts, ends = tokenize_with_offsets(tokenizer, contexts)
+    ids, starts, ends = tokenizer.tokenize_with_offsets(contexts)
     if context_index is not None:
         ids, starts, ends = (tf.gather(t, context_index) for t in (ids, starts, ends))
     query_length = tf.cast(query.row_lengths(), tf.int32)
