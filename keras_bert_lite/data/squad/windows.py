@@ -88,20 +88,26 @@ def squad_windows(
         "windows_per_example": count,
         "token_starts": at_tokens(starts),
         "token_ends": at_tokens(ends),
-        "max_context": _max_context(token, window, start, length, tf.gather(count, example), window_step,
-                                    window_room, example_tokens),
+        "max_context": _max_context(token, window, tf.gather(count, example), window_step, window_room,
+                                    example_tokens),
     }
     if answer_spans is not None:
         windows.update(_labels(answer_spans, starts, ends, example, start, length, seq_length - room - 1))
     return windows
 
 
-def _max_context(token, window, start, length, count, step, room, num_tokens) -> tf.Tensor:
+def _max_context(token, window, count, step, room, num_tokens) -> tf.Tensor:
     """bool [W, S]: whether each context token has its maximal context in its window.
 
     A token's score in a window is min(tokens left of it, tokens right of it) + 0.01 * window
     length, in float64 as in the original; the first window with the highest score wins. Only
     windows at most `room / step` apart share tokens, so those neighbours are all that is compared.
+
+    Args:
+        token: int32 [W, S], the index in its context of the token at each position, -1 elsewhere.
+        window: int32 [W], each window's index among its example's windows.
+        count, step, room, num_tokens: int32 [W], for each window's example: its number of windows,
+            the tokens between their starts, the context tokens a window holds, its context tokens.
     """
     in_context = token >= 0
     reach = tf.maximum(tf.reduce_max((room + step - 1) // step), 1) - 1  # 0 for no windows
