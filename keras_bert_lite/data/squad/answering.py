@@ -89,12 +89,18 @@ def answer_questions(
 
 
 def _span_logits(model, windows: dict, window_batch_size: int, seq_length: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """float32 start and end logits [W, S] of all windows, `window_batch_size` windows per model call."""
+    """float32 start and end logits [W, S] of all windows, at most `window_batch_size` per model call.
+
+    Up to `window_batch_size` windows run in one call without padding (a single short question
+    costs one window, not a batch); more are padded to a whole number of such calls. An empty
+    request runs one padding window, as `map_fn` cannot stack zero results of unknown shape.
+    """
     num_windows = tf.shape(windows["input_word_ids"])[0]
-    num_batches = (num_windows + window_batch_size - 1) // window_batch_size
-    padding = num_batches * window_batch_size - num_windows
+    batch_size = tf.maximum(tf.minimum(num_windows, window_batch_size), 1)
+    num_batches = tf.maximum((num_windows + batch_size - 1) // batch_size, 1)
+    padding = num_batches * batch_size - num_windows
     batches = {
-        name: tf.reshape(tf.pad(windows[name], [[0, padding], [0, 0]]), [-1, window_batch_size, seq_length])
+        name: tf.reshape(tf.pad(windows[name], [[0, padding], [0, 0]]), [num_batches, batch_size, seq_length])
         for name in _MODEL_INPUTS
     }
 
@@ -102,7 +108,7 @@ def _span_logits(model, windows: dict, window_batch_size: int, seq_length: int) 
         outputs = model(inputs, training=False)
         return tf.cast(outputs["start_logits"], tf.float32), tf.cast(outputs["end_logits"], tf.float32)
 
-    logits_spec = tf.TensorSpec([window_batch_size, seq_length], tf.float32)
+    logits_spec = tf.TensorSpec([None, seq_length], tf.float32)
     start_logits, end_logits = tf.map_fn(run, batches, fn_output_signature=(logits_spec, logits_spec))
     return (tf.reshape(start_logits, [-1, seq_length])[:num_windows],
             tf.reshape(end_logits, [-1, seq_length])[:num_windows])
