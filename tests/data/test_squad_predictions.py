@@ -8,6 +8,7 @@ from keras_bert_lite.data.squad import SquadExample, predict_answers, score_span
 
 CONTEXT = "alpha beta gamma delta epsilon zeta eta theta"
 OFFSET = 1 + 2 + 1  # [CLS] which ? [SEP]
+LAYOUT = dict(max_seq_length=24, doc_stride=8, max_query_length=8)
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,7 @@ def tokenizer(real_vocab_file):
 @pytest.fixture(scope="module")
 def one_window(tokenizer):
     example = SquadExample("q", "which?", CONTEXT, ["gamma"], CONTEXT.index("gamma"))
-    return [example], squad_features([example], tokenizer, max_seq_length=24, doc_stride=8, max_query_length=8)
+    return [example], squad_features([example], tokenizer, **LAYOUT)
 
 
 def _flat_logits(features, value=-5.0):
@@ -57,10 +58,10 @@ def test_null_answer_and_its_threshold(one_window):
 def test_a_start_counts_only_in_its_max_context_window(tokenizer):
     context = " ".join(f"word{n}" for n in range(12))  # "word", "##N": 2 tokens a word (## for 10, 11 too)
     example = SquadExample("q", "which?", context, ["word5"], context.index("word5"))
-    features = squad_features([example], tokenizer, max_seq_length=20, doc_stride=6, max_query_length=8)
+    features = squad_features([example], tokenizer, **LAYOUT)
     assert len(features) >= 2
     start, end = _flat_logits(features)
-    in_both = [p for p in range(20) if features.token_starts[0, p] >= 0 and not features.max_context[0, p]
+    in_both = [p for p in range(LAYOUT["max_seq_length"]) if features.token_starts[0, p] >= 0 and not features.max_context[0, p]
                and features.token_starts[0, p - 1] != features.token_starts[0, p]]
     position = in_both[0]  # a word the first window sees, but not with its most context
     start[0, position], end[0, position + 1] = 10.0, 10.0
