@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
-from keras_bert_lite.layers.dropout import Dropout
-from keras_bert_lite.layers.layer_norm import LayerNorm
+from keras_bert_lite.layers import accelerated
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -23,17 +23,27 @@ class BertEmbeddings(keras.layers.Layer):
         dropout_rate: dropout applied after LayerNorm (training only).
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon.
+        **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`: a dtype policy, also given to
+            the `LayerNormalization` and `Dropout` sub-layers).
 
     Call args:
-        input_word_ids: int32 [batch, seq] token ids.
-        input_type_ids: int32 [batch, seq] segment ids.
+        input_word_ids: int [batch, seq] token ids, in [0, vocab_size).
+        input_type_ids: int [batch, seq] segment ids, in [0, type_vocab_size).
         training: bool, enables dropout.
 
     Returns:
-        float [batch, seq, hidden_size].
+        [batch, seq, hidden_size] in the compute dtype.
 
-    The word table is exposed as `embeddings.word_embeddings` ([vocab_size, H]) so that an MLM
-    decoder can be tied to it.
+    Raises:
+        ValueError: naming the input, for a sequence longer than `max_position_embeddings` or of
+            length 0, or ids of a rank other than 2, when the shape is known while tracing.
+        InvalidArgumentError: naming the input, at run time: ids outside their table (a negative
+            id would otherwise select a row from the end), ids and type ids of different shapes,
+            an empty or too long sequence.
+
+    The tables are plain weights (`word_embeddings` [vocab_size, H], `position_embeddings`,
+    `token_type_embeddings`), so that an MLM decoder can be tied to the word table; they stay
+    in float when a model is quantized (a lookup is not a matmul).
 
     Example:
 
@@ -55,6 +65,7 @@ class BertEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.autocast = False  # the tables are cast explicitly; LayerNorm reads its float32 weights
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.max_position_embeddings = max_position_embeddings
@@ -62,12 +73,12 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = LayerNorm(
-            epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout = Dropout(dropout_rate)
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
-    def build(self, input_shape=None):
+    def build(self, input_word_ids_shape=None, input_type_ids_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         self.word_embeddings = self.add_weight(
             shape=(self.vocab_size, self.hidden_size), initializer=initializer, name="word_embeddings"
@@ -83,20 +94,50 @@ class BertEmbeddings(keras.layers.Layer):
             name="token_type_embeddings",
         )
         self.layer_norm.build((None, None, self.hidden_size))
-        self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):
-        seq_length = ops.shape(input_word_ids)[1]
-        if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
-            raise ValueError(
-                f"BertEmbeddings: sequence length {seq_length} exceeds max_position_embeddings "
-                f"{self.max_position_embeddings}."
-            )
-        x = ops.take(self.word_embeddings, input_word_ids, axis=0)
-        x = x + ops.take(self.token_type_embeddings, input_type_ids, axis=0)
-        x = x + self.position_embeddings[None, :seq_length]
-        x = self.layer_norm(x)
-        return self.dropout(ops.cast(x, self.compute_dtype), training=training)
+        ids = self._checked_ids(input_word_ids, "input_word_ids", self.vocab_size, "vocab_size")
+        type_ids = self._checked_ids(input_type_ids, "input_type_ids", self.type_vocab_size, "type_vocab_size")
+        tf.debugging.assert_equal(
+            tf.shape(ids), tf.shape(type_ids),
+            message="BertEmbeddings: input_type_ids must have the shape of input_word_ids",
+        )
+        seq_length = ops.shape(ids)[1]
+        self._check_length(seq_length)
+        # Rows are looked up first and then cast, never the whole table.
+        dtype = self.compute_dtype
+        x = ops.cast(tf.gather(self.word_embeddings, ids), dtype)
+        x = x + ops.cast(tf.gather(self.token_type_embeddings, type_ids), dtype)
+        x = x + ops.cast(self.position_embeddings[:seq_length], dtype)[None]
+        x = accelerated.layer_norm(self.layer_norm, x, training)
+        return accelerated.dropout(self.dropout, x, training)
+
+    def _checked_ids(self, ids, name: str, table_size: int, table_name: str):
+        """`ids` as int32 [batch, seq], with errors naming them when out of [0, table_size)."""
+        ids = ops.cast(ids, "int32")
+        if ids.shape.rank is not None and ids.shape.rank != 2:
+            raise ValueError(f"BertEmbeddings: {name} must be [batch, seq], got shape {ids.shape}.")
+        tf.debugging.assert_non_negative(ids, message=f"BertEmbeddings: {name} must be >= 0")
+        tf.debugging.assert_less(
+            ids, table_size, message=f"BertEmbeddings: {name} must be < {table_name} = {table_size}"
+        )
+        return ids
+
+    def _check_length(self, seq_length) -> None:
+        limit = self.max_position_embeddings
+        if isinstance(seq_length, int):
+            if seq_length > limit:
+                raise ValueError(
+                    f"BertEmbeddings: sequence length {seq_length} of input_word_ids exceeds "
+                    f"max_position_embeddings {limit}."
+                )
+            if seq_length == 0:
+                raise ValueError("BertEmbeddings: input_word_ids has sequence length 0.")
+            return
+        tf.debugging.assert_positive(seq_length, message="BertEmbeddings: input_word_ids has sequence length 0")
+        tf.debugging.assert_less_equal(
+            seq_length, limit, message=f"BertEmbeddings: sequence length exceeds max_position_embeddings {limit}"
+        )
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
         return (*input_word_ids_shape, self.hidden_size)
