@@ -35,15 +35,23 @@ def test_output_structure(encoder):
     np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
 
 
-def test_sequence_output_at_positions_equals_the_full_output_there(encoder):
+def test_output_positions_give_the_full_outputs_there(encoder):
     ids = np.random.default_rng(4).integers(5, 500, (2, 9))
     ids[1, 6:] = 0
     inputs = _inputs(ids)
-    positions = np.array([[0, 8, 2], [0, 5, 1]], "int32")
-    full = np.asarray(encoder(inputs)["sequence_output"])
-    at_positions = encoder.sequence_output_at(inputs, positions)
+    positions = np.array([[0, 8, 2], [3, 5, 1]], "int32")
+    full = encoder(inputs)
+    at_positions = encoder(inputs, output_positions=positions)
+    assert set(at_positions) == {"sequence_output", "pooled_output"}
     # Tolerance: float32 rounding of differently shaped matmuls.
-    np.testing.assert_allclose(at_positions, np.take_along_axis(full, positions[..., None], 1), atol=1e-5)
+    np.testing.assert_allclose(
+        at_positions["sequence_output"], np.take_along_axis(np.asarray(full["sequence_output"]), positions[..., None], 1),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(at_positions["pooled_output"], full["pooled_output"], atol=1e-5)
+    no_positions = encoder(inputs, output_positions=np.zeros((2, 0), "int32"))
+    assert no_positions["sequence_output"].shape == (2, 0, 128)
+    np.testing.assert_allclose(no_positions["pooled_output"], full["pooled_output"], atol=1e-5)
 
 
 def test_padding_does_not_change_real_positions(encoder):
