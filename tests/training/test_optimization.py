@@ -181,8 +181,7 @@ def test_fused_adamw_under_a_mirrored_strategy():
                 continue
             with strategy.scope():
                 for gradient, variable in zip(gradients, variables):
-                    if optimizer_class is keras.optimizers.AdamW:  # its decay is a separate pass
-                        variable.assign_sub(variable * 0.1 * 0.1)
+                    variable.assign_sub(variable * 0.1 * 0.1)  # Keras' weight decay: a pass of its own
                     optimizer.update_step(gradient, variable.value, 0.1)
                 optimizer.iterations.assign_add(1)
         return [v.numpy() for v in variables + optimizer.variables]
