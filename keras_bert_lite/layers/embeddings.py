@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert_lite.layers import accelerated
+from keras_bert_lite.layers import accelerated, checks
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -35,11 +35,10 @@ class BertEmbeddings(keras.layers.Layer):
         [batch, seq, hidden_size] in the compute dtype.
 
     Raises:
-        ValueError: naming the input, for a sequence longer than `max_position_embeddings` or of
-            length 0, or ids of a rank other than 2, when the shape is known while tracing.
-        InvalidArgumentError: naming the input, at run time: ids outside their table (a negative
-            id would otherwise select a row from the end), ids and type ids of different shapes,
-            an empty or too long sequence.
+        ValueError / InvalidArgumentError (see `keras_bert_lite.layers.checks`): naming the input,
+            for ids outside their table (a negative id would otherwise select a row from the end),
+            ids and type ids of different shapes, a sequence of length 0 or longer than
+            `max_position_embeddings`.
 
     The tables are plain weights (`word_embeddings` [vocab_size, H], `position_embeddings`,
     `token_type_embeddings`), so that an MLM decoder can be tied to the word table; they stay
@@ -96,48 +95,28 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
 
     def call(self, input_word_ids, input_type_ids, training=None):
-        ids = self._checked_ids(input_word_ids, "input_word_ids", self.vocab_size, "vocab_size")
-        type_ids = self._checked_ids(input_type_ids, "input_type_ids", self.type_vocab_size, "type_vocab_size")
-        tf.debugging.assert_equal(
-            tf.shape(ids), tf.shape(type_ids),
-            message="BertEmbeddings: input_type_ids must have the shape of input_word_ids",
+        ids = checks.indices_in_range(
+            input_word_ids, self.vocab_size, f"BertEmbeddings: input_word_ids must be in [0, vocab_size = {self.vocab_size})"
         )
-        seq_length = ops.shape(ids)[1]
-        self._check_length(seq_length)
+        ids = checks.length_in_range(
+            ids, self.max_position_embeddings,
+            f"BertEmbeddings: the sequence length of input_word_ids must be in [1, max_position_embeddings = "
+            f"{self.max_position_embeddings}]",
+        )
+        type_ids = checks.indices_in_range(
+            input_type_ids, self.type_vocab_size,
+            f"BertEmbeddings: input_type_ids must be in [0, type_vocab_size = {self.type_vocab_size})",
+        )
+        type_ids = checks.same_shape(
+            type_ids, (ids.shape, tf.shape(ids)), "BertEmbeddings: input_type_ids must have the shape of input_word_ids"
+        )
         # Rows are looked up first and then cast, never the whole table.
         dtype = self.compute_dtype
         x = ops.cast(tf.gather(self.word_embeddings, ids), dtype)
         x = x + ops.cast(tf.gather(self.token_type_embeddings, type_ids), dtype)
-        x = x + ops.cast(self.position_embeddings[:seq_length], dtype)[None]
+        x = x + ops.cast(self.position_embeddings[: tf.shape(ids)[1]], dtype)[None]
         x = accelerated.layer_norm(self.layer_norm, x, training)
         return accelerated.dropout(self.dropout, x, training)
-
-    def _checked_ids(self, ids, name: str, table_size: int, table_name: str):
-        """`ids` as int32 [batch, seq], with errors naming them when out of [0, table_size)."""
-        ids = ops.cast(ids, "int32")
-        if ids.shape.rank is not None and ids.shape.rank != 2:
-            raise ValueError(f"BertEmbeddings: {name} must be [batch, seq], got shape {ids.shape}.")
-        tf.debugging.assert_non_negative(ids, message=f"BertEmbeddings: {name} must be >= 0")
-        tf.debugging.assert_less(
-            ids, table_size, message=f"BertEmbeddings: {name} must be < {table_name} = {table_size}"
-        )
-        return ids
-
-    def _check_length(self, seq_length) -> None:
-        limit = self.max_position_embeddings
-        if isinstance(seq_length, int):
-            if seq_length > limit:
-                raise ValueError(
-                    f"BertEmbeddings: sequence length {seq_length} of input_word_ids exceeds "
-                    f"max_position_embeddings {limit}."
-                )
-            if seq_length == 0:
-                raise ValueError("BertEmbeddings: input_word_ids has sequence length 0.")
-            return
-        tf.debugging.assert_positive(seq_length, message="BertEmbeddings: input_word_ids has sequence length 0")
-        tf.debugging.assert_less_equal(
-            seq_length, limit, message=f"BertEmbeddings: sequence length exceeds max_position_embeddings {limit}"
-        )
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
         return (*input_word_ids_shape, self.hidden_size)

@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert_lite.layers import accelerated
+from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
 from keras_bert_lite.layers.embeddings import BertEmbeddings
 
@@ -136,10 +136,8 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, masked_positions=None, training=None):
         x = sequence_output
         if masked_positions is not None:
-            positions = ops.cast(masked_positions, "int32")
-            tf.debugging.assert_non_negative(positions, message="MaskedLMHead: masked_positions must be >= 0")
-            tf.debugging.assert_less(
-                positions, ops.shape(x)[1], message="MaskedLMHead: masked_positions must be < seq"
+            positions = checks.indices_in_range(
+                masked_positions, tf.shape(x)[1], "MaskedLMHead: masked_positions must be in [0, seq)"
             )
             x = tf.gather(x, positions, batch_dims=1)
         batch, num_predictions, hidden = ops.shape(x)[0], ops.shape(x)[1], self.embedding_layer.hidden_size

@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert_lite.layers import accelerated
+from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
 
 # Added to the attention scores of padding keys, as in the original BERT code; exp() of it is 0 in
@@ -55,8 +55,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         numbers as the full output gathered at those positions).
 
     Raises:
-        InvalidArgumentError: naming the argument, when `attention_mask` is not [batch, seq] or an
-            output position is outside [0, seq).
+        ValueError / InvalidArgumentError (see `keras_bert_lite.layers.checks`): naming the
+            argument, when `attention_mask` is not [batch, seq] or an output position is outside
+            [0, seq).
 
     Sub-layers (the names checkpoint mappings use): `query`, `key`, `value`, `attention_output`,
     `attention_layer_norm`, `intermediate`, `output_dense`, `output_layer_norm` (`Dense` and
@@ -157,14 +158,22 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = ops.cast(x, self.compute_dtype)
         batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
         if attention_mask is not None:
-            _check_attention_mask(attention_mask, x)
+            attention_mask = checks.same_shape(
+                attention_mask, (x.shape[:2], tf.shape(x)[:2]),
+                "TransformerEncoderBlock: attention_mask (the input_mask of a BertEncoder) must have the shape "
+                "[batch, seq] of the input (input_word_ids)",
+            )
         flat = ops.reshape(x, (batch * seq, hidden))
         if output_positions is None:
             queries, rows = seq, flat
             q, k, v = accelerated.fused_dense((self.query, self.key, self.value), flat)
         else:
             # Keys and values come from every position, everything else only from the outputs'.
-            positions = _checked_positions(output_positions, seq)
+            positions = checks.indices_in_range(
+                output_positions, seq,
+                "TransformerEncoderBlock: output_positions (the masked_lm_positions of a BertPretrainer) must be in "
+                "[0, seq)",
+            )
             queries = ops.shape(positions)[1]
             k, v = accelerated.fused_dense((self.key, self.value), flat)
             rows = ops.reshape(tf.gather(x, positions, batch_dims=1), (batch * queries, hidden))
@@ -201,24 +210,3 @@ class TransformerEncoderBlock(keras.layers.Layer):
             layer_norm_eps=self.layer_norm_eps,
         )
         return config
-
-
-def _check_attention_mask(attention_mask, x):
-    """Raises, naming `attention_mask`, unless it is [batch, seq] like `x` (at run time too)."""
-    mask = tf.convert_to_tensor(attention_mask)
-    if mask.shape.rank is not None and mask.shape.rank != 2:
-        raise ValueError(f"TransformerEncoderBlock: attention_mask must be [batch, seq], got shape {mask.shape}.")
-    tf.debugging.assert_equal(
-        tf.shape(mask), tf.shape(x)[:2],
-        message="TransformerEncoderBlock: attention_mask must have the shape [batch, seq] of the input x",
-    )
-
-
-def _checked_positions(positions, seq):
-    """`positions` as int32, with a run-time error naming them if one is outside [0, seq)."""
-    positions = ops.cast(positions, "int32")
-    tf.debugging.assert_non_negative(positions, message="TransformerEncoderBlock: output_positions must be >= 0")
-    tf.debugging.assert_less(
-        positions, tf.cast(seq, tf.int32), message="TransformerEncoderBlock: output_positions must be < seq"
-    )
-    return positions

@@ -49,8 +49,11 @@ class BertEncoder(RebuiltModel):
         sequence_output: [batch, seq, H], the last layer.
         pooled_output: [batch, H], tanh(Dense) of the [CLS] position.
         encoder_outputs: [L, batch, seq, H], every layer's output (for feature extraction);
-            `encoder_outputs[i]` is layer i's. One tensor, not a list, so that the outputs are a
-            flat dict of tensors, as SavedModel signatures (`Model.export`) need.
+            `encoder_outputs[i]` is layer i's, as in the list the Model Garden returns. One
+            tensor, not a list, so that the outputs are a flat dict of tensors, as SavedModel
+            signatures (`Model.export`) need. Being layer-major, it comes whole out of
+            `predict()` only for a single batch (`predict` joins batches on the first axis);
+            `BertFeatureExtractor` gives batch-major per-layer features.
 
     Raises:
         InvalidArgumentError / ValueError: naming the input, for ids outside the vocabulary or
@@ -111,7 +114,9 @@ class BertEncoder(RebuiltModel):
             "encoder_outputs": ops.stack(layer_outputs, axis=0),
         }
         kwargs.setdefault("name", "bert_encoder")
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        if dtype is not None:  # a functional model does not take it from its arguments
+            self.dtype_policy = dtype
         self.config = config
         self.embeddings = embeddings
         self.transformer_layers = transformer_layers

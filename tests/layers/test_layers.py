@@ -165,10 +165,12 @@ def test_block_at_output_positions_is_the_full_block_gathered_there():
 def test_block_rejects_output_positions_outside_the_sequence():
     block = TransformerEncoderBlock(4, 32)
     x = np.zeros((B, S, H), "float32")
-    with pytest.raises(tf.errors.InvalidArgumentError, match="output_positions must be < seq"):
-        block(x, output_positions=np.array([[0], [S]], "int32"))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="output_positions must be >= 0"):
-        block(x, output_positions=np.array([[0], [-1]], "int32"))
+    message = r"output_positions \(the masked_lm_positions of a BertPretrainer\) must be in \[0, seq\)"
+    for bad in (S, -1):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            block(x, output_positions=np.array([[0], [bad]], "int32"))
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            tf.function(block)(x, output_positions=np.array([[0], [bad]], "int32"))
 
 
 def test_block_rejects_indivisible_heads():

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_lite import BertConfig, BertEncoder
 
@@ -89,7 +90,7 @@ def test_inference_is_deterministic_and_training_uses_dropout(encoder):
 
 def test_any_sequence_length_up_to_max_positions(encoder):
     assert encoder(_inputs(np.ones((1, 64))))["sequence_output"].shape == (1, 64, 128)
-    with pytest.raises(ValueError, match="exceeds max_position_embeddings 64"):
+    with pytest.raises(ValueError, match=r"must be in \[1, max_position_embeddings = 64\]; got 65"):
         encoder(_inputs(np.ones((1, 65))))
 
 
@@ -106,3 +107,44 @@ def test_keras_file_round_trip(encoder, tmp_path):
 
 def test_accepts_a_config_dict():
     assert BertEncoder(TINY.to_dict()).config == TINY
+
+
+BAD_INPUTS = {
+    # name: (change to valid inputs, error, message naming the input)
+    "negative id": (lambda x: x["input_word_ids"].__setitem__((0, 1), -1), tf.errors.InvalidArgumentError,
+                    r"input_word_ids must be in \[0, vocab_size = 500\)"),
+    "id beyond the vocabulary": (lambda x: x["input_word_ids"].__setitem__((0, 1), 500),
+                                 tf.errors.InvalidArgumentError, r"input_word_ids must be in \[0, vocab_size = 500\)"),
+    "segment beyond the table": (lambda x: x["input_type_ids"].__setitem__((0, 1), 2),
+                                 tf.errors.InvalidArgumentError,
+                                 r"input_type_ids must be in \[0, type_vocab_size = 2\)"),
+    "mask of another shape": (lambda x: x.__setitem__("input_mask", x["input_mask"][:, :3]),
+                              (ValueError, tf.errors.InvalidArgumentError), r"input_mask of a BertEncoder\) must have the shape"),
+    "segments of another shape": (lambda x: x.__setitem__("input_type_ids", x["input_type_ids"][:, :3]),
+                                  (ValueError, tf.errors.InvalidArgumentError),
+                                  "input_type_ids must have the shape of input_word_ids"),
+}
+
+
+DYNAMIC_SHAPES = [{name: tf.TensorSpec([None, None], tf.int32) for name in ("input_word_ids", "input_mask",
+                                                                          "input_type_ids")}]
+
+
+@pytest.mark.parametrize("call", ["eager", "graph", "graph_of_unknown_shapes"])
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_inputs_give_one_error_naming_the_input(encoder, case, call):
+    change, error, message = BAD_INPUTS[case]
+    inputs = _inputs([[2, 7, 9, 3, 0]])
+    change(inputs)
+    run = {"eager": encoder, "graph": tf.function(encoder),
+           "graph_of_unknown_shapes": tf.function(encoder, input_signature=DYNAMIC_SHAPES)}[call]
+    with pytest.raises(error, match=message):
+        run(inputs)
+
+
+def test_empty_sequences_are_an_error_naming_the_input(encoder):
+    message = r"sequence length of input_word_ids must be in \[1, max_position_embeddings = 64\]"
+    with pytest.raises(ValueError, match=message + "; got 0"):
+        encoder(_inputs(np.zeros((2, 0))))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        tf.function(encoder, input_signature=DYNAMIC_SHAPES)(_inputs(np.zeros((2, 0))))
