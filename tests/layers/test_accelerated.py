@@ -325,6 +325,15 @@ def test_block_accelerated_equals_its_reference_path(compiled_calls):
     with accelerated.reference_path():
         assert compiled_calls(lambda: tf.gradients(block(x, mask, training=True), x)) == 0
 
+    def matmuls():
+        graph = tf.function(lambda: block(x, mask)).get_concrete_function().graph
+        return sum(op.type == "MatMul" for op in graph.get_operations())
+
+    # One query/key/value matmul where the reference path has three.
+    fused = matmuls()
+    with accelerated.reference_path():
+        assert matmuls() == fused + 2
+
 
 def test_block_training_and_inference_compute_the_same_function():
     block, x, mask = _block_and_inputs()
