@@ -137,28 +137,14 @@ class AdamW(keras.optimizers.Optimizer):
         super().build(var_list)
         # Named as keras.optimizers.Adam's, so that checkpoints of either restore into the other.
         self._momentums, self._velocities = self.add_optimizer_variables(var_list, ["momentum", "velocity"])
-        self._slot_pairs = list(zip(var_list, self._momentums, self._velocities))
-        self._slots_by_variable = {}
-
-    def _slots_of(self, variable):
-        """(momentum, velocity) of `variable` as given to `update_step`: `tf.Variable`s on its device
-        for a plain variable or one device's copy of a mirrored one, else `keras.Variable`s."""
-        if not self._slots_by_variable:
-            local_results = tf.distribute.get_strategy().experimental_local_results
-            for model_variable, momentum, velocity in self._slot_pairs:
-                self._slots_by_variable[id(model_variable.value)] = (momentum, velocity)
-                copies = zip(*(local_results(v.value) for v in (model_variable, momentum, velocity)))
-                for copy, momentum_copy, velocity_copy in copies:
-                    if not isinstance(copy, tf.distribute.DistributedValues):
-                        self._slots_by_variable[id(copy)] = (momentum_copy, velocity_copy)
-        return self._slots_by_variable[id(variable)]
+        self._slots = _SlotTable(var_list, self._momentums, self._velocities)
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
         step = ops.cast(self.iterations + 1, dtype)
         alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1.0 - self.beta_2**step) / (1.0 - self.beta_1**step)
         gradient = ops.cast(tf.convert_to_tensor(gradient), dtype)  # a sparse gradient updates densely
-        momentum, velocity = self._slots_of(variable)
+        momentum, velocity = self._slots.of(variable)
         rates = (ops.cast(1.0 - self.beta_1, dtype), ops.cast(1.0 - self.beta_2, dtype), ops.cast(self.epsilon, dtype))
         if isinstance(momentum, keras.Variable):  # the variable itself is distributed: plain ops
             self.assign_add(momentum, (gradient - momentum) * rates[0])
@@ -171,6 +157,32 @@ class AdamW(keras.optimizers.Optimizer):
         config = super().get_config()
         config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon, amsgrad=False)
         return config
+
+
+class _SlotTable:
+    """The (momentum, velocity) of each model variable, as `update_step` is given the variable.
+
+    A plain object, so that neither Keras' tracking nor `tf.train.Checkpoint` sees the model
+    variables through the optimizer. `update_step` gets a plain or one device's `tf.Variable`
+    (Mirrored strategies), whose slots are the `tf.Variable`s on its device, or the distributed
+    variable itself (TPU replicas), whose slots are the `keras.Variable`s. The table is filled on
+    first use, inside the strategy that updates the variables.
+    """
+
+    def __init__(self, variables, momentums, velocities):
+        self._triples = list(zip(variables, momentums, velocities))
+        self._by_id = {}
+
+    def of(self, variable):
+        if not self._by_id:
+            local_results = tf.distribute.get_strategy().experimental_local_results
+            for model_variable, momentum, velocity in self._triples:
+                self._by_id[id(model_variable.value)] = (momentum, velocity)
+                copies = zip(*(local_results(v.value) for v in (model_variable, momentum, velocity)))
+                for copy, momentum_copy, velocity_copy in copies:
+                    if not isinstance(copy, tf.distribute.DistributedValues):
+                        self._by_id[id(copy)] = (momentum_copy, velocity_copy)
+        return self._by_id[id(variable)]
 
 
 def create_optimizer(
