@@ -3,41 +3,12 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers import MaskedLMHead, NextSentenceHead
-from keras_bert_lite.layers.accelerated import sparse_softmax_cross_entropy
 from keras_bert_lite.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from keras_bert_lite.models.pretraining_loss import pretraining_losses, replica_share
 from keras_bert_lite.models.task_model import EncoderTaskModel
-
-
-def pretraining_losses(labels: dict, outputs: dict) -> tuple:
-    """BERT's pre-training losses for one (local) batch.
-
-    Args:
-        labels: `masked_lm_ids` int32 [batch, P], `masked_lm_weights` float32 [batch, P]
-            (1 for a real prediction, 0 for padding), `next_sentence_labels` int32 [batch, 1].
-        outputs: `mlm_logits` float32 [batch, P, V], `nsp_logits` float32 [batch, 2].
-
-    Returns:
-        (total, mlm_loss, nsp_loss), float32 scalars, where
-        mlm_loss = sum(weight * nll) / (sum(weight) + 1e-5), nsp_loss = mean nll and
-        total = mlm_loss + nsp_loss, exactly as the original BERT code.
-    """
-    weights = ops.cast(labels["masked_lm_weights"], "float32")
-    mlm_nll = sparse_softmax_cross_entropy(outputs["mlm_logits"], labels["masked_lm_ids"])
-    mlm_loss = ops.sum(weights * mlm_nll) / (ops.sum(weights) + 1e-5)
-    nsp_labels = ops.reshape(labels["next_sentence_labels"], (-1,))
-    nsp_loss = ops.mean(
-        keras.losses.sparse_categorical_crossentropy(nsp_labels, outputs["nsp_logits"], from_logits=True)
-    )
-    return mlm_loss + nsp_loss, mlm_loss, nsp_loss
-
-
-def _num_replicas() -> int:
-    context = tf.distribute.get_replica_context()
-    return context.num_replicas_in_sync if context is not None else 1
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -106,8 +77,7 @@ class BertPretrainer(EncoderTaskModel):
         self.nsp_loss_tracker.update_state(nsp_loss)
         if self.losses:
             total = total + ops.sum(ops.stack(self.losses))
-        # Keras sums gradients over replicas, so each replica contributes 1/num_replicas.
-        return total / _num_replicas()
+        return replica_share(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         self.mlm_accuracy.update_state(

@@ -37,12 +37,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.layers.compiled import sparse_softmax_cross_entropy
+from keras_bert_lite.models.pretraining_loss import STATISTIC_NAMES, pretraining_statistics
 
 # Per-step statistics returned by `PretrainingLoop.train` (the evaluation returns the first five).
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")
 _EVAL_STATS = 5
-_MLM_EPSILON = 1e-5  # as in `pretraining_losses` and the original BERT code
 
 
 def global_batch_shares(labels: dict, outputs: dict, mlm_weight_total, num_examples_total) -> tf.Tensor:
@@ -59,23 +58,11 @@ def global_batch_shares(labels: dict, outputs: dict, mlm_weight_total, num_examp
         num_examples_total: float32 scalar, examples in the global batch.
 
     Returns:
-        float32 [5]: shares of (total loss, MLM loss, NSP loss, MLM accuracy, NSP accuracy).
+        float32 [5]: shares of `STATISTIC_NAMES` (total loss, MLM loss, NSP loss, MLM accuracy,
+        NSP accuracy), from `pretraining_statistics`.
     """
-    weights = tf.cast(labels["masked_lm_weights"], tf.float32)
-    mlm_ids = tf.cast(labels["masked_lm_ids"], tf.int32)
-    mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
-    mlm_nll = sparse_softmax_cross_entropy(mlm_logits, mlm_ids)
-    nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
-    nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
-    nsp_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=nsp_labels, logits=nsp_logits)
-    mlm_denominator = mlm_weight_total + _MLM_EPSILON
-    mlm_loss = tf.reduce_sum(weights * mlm_nll) / mlm_denominator
-    nsp_loss = tf.reduce_sum(nsp_nll) / num_examples_total
-    mlm_hits = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), mlm_ids), tf.float32)
-    nsp_hits = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
-    mlm_accuracy = tf.reduce_sum(weights * mlm_hits) / tf.maximum(mlm_weight_total, _MLM_EPSILON)
-    nsp_accuracy = tf.reduce_sum(nsp_hits) / num_examples_total
-    return tf.stack([mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_accuracy, nsp_accuracy])
+    statistics = pretraining_statistics(labels, outputs, mlm_weight_total, num_examples_total)
+    return tf.stack([statistics[name] for name in STATISTIC_NAMES])
 
 
 class PretrainingLoop:

@@ -1,0 +1,98 @@
+"""BERT's pre-training losses and accuracies, and the per-replica share of a loss.
+
+One definition serves both training paths: `BertPretrainer.compute_loss` (`fit`, normalised by
+its own batch) and `PretrainingLoop` (normalised by the global batch over replicas and
+micro-batches, so that summing the parts gives the global batch's loss).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_bert_lite.layers.accelerated import sparse_softmax_cross_entropy
+
+# Added to the MLM weight sum, as in the original BERT code: a batch without a real prediction
+# gets an MLM loss of 0 rather than NaN.
+MLM_EPSILON = 1e-5
+
+# The keys of `pretraining_statistics`, in the order `PretrainingLoop` stacks them.
+STATISTIC_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
+
+
+def pretraining_statistics(
+    labels: dict, outputs: dict, mlm_weight_total=None, num_examples_total=None
+) -> dict[str, tf.Tensor]:
+    """BERT's pre-training losses and accuracies of a batch, normalised by the given totals.
+
+    With the default totals (this batch's own) these are the batch's statistics. Given the
+    totals of a larger batch this one is part of (e.g. the global batch over all replicas and
+    micro-batches), they are this part's share: the shares of all parts sum exactly to the
+    statistics of the larger batch, whatever the split.
+
+    Args:
+        labels: `masked_lm_ids` int32 [b, P], `masked_lm_weights` float32 [b, P] (1 for a real
+            prediction, 0 for padding), `next_sentence_labels` int32 [b, 1].
+        outputs: `mlm_logits` float [b, P, V], `nsp_logits` float [b, 2] (computed in float32).
+        mlm_weight_total: float32 scalar, the sum of `masked_lm_weights` to normalise the MLM
+            loss and accuracy by; default: this batch's.
+        num_examples_total: float32 scalar, the number of examples to normalise the NSP loss
+            and accuracy by; default: this batch's.
+
+    Returns:
+        `STATISTIC_NAMES` -> float32 scalars, where
+        mlm_loss = sum(weight * nll) / (mlm_weight_total + 1e-5),
+        nsp_loss = sum(nll) / num_examples_total and loss = mlm_loss + nsp_loss, as in the
+        original BERT code; mlm_accuracy = sum(weight * hit) / max(mlm_weight_total, 1e-5) and
+        nsp_accuracy = sum(hit) / num_examples_total, as Keras' `SparseCategoricalAccuracy`.
+    """
+    weights = tf.cast(labels["masked_lm_weights"], tf.float32)
+    mlm_ids = tf.cast(labels["masked_lm_ids"], tf.int32)
+    mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
+    nsp_labels = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
+    nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
+    if mlm_weight_total is None:
+        mlm_weight_total = tf.reduce_sum(weights)
+    if num_examples_total is None:
+        num_examples_total = tf.cast(tf.shape(nsp_labels)[0], tf.float32)
+    mlm_nll = sparse_softmax_cross_entropy(mlm_logits, mlm_ids)
+    nsp_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=nsp_labels, logits=nsp_logits)
+    mlm_loss = tf.reduce_sum(weights * mlm_nll) / (mlm_weight_total + MLM_EPSILON)
+    nsp_loss = tf.reduce_sum(nsp_nll) / num_examples_total
+    mlm_hits = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), mlm_ids), tf.float32)
+    nsp_hits = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
+    return {
+        "loss": mlm_loss + nsp_loss,
+        "mlm_loss": mlm_loss,
+        "nsp_loss": nsp_loss,
+        "mlm_accuracy": tf.reduce_sum(weights * mlm_hits) / tf.maximum(mlm_weight_total, MLM_EPSILON),
+        "nsp_accuracy": tf.reduce_sum(nsp_hits) / num_examples_total,
+    }
+
+
+def pretraining_losses(labels: dict, outputs: dict) -> tuple:
+    """BERT's pre-training losses for one (local) batch.
+
+    Args:
+        labels: `masked_lm_ids` int32 [batch, P], `masked_lm_weights` float32 [batch, P]
+            (1 for a real prediction, 0 for padding), `next_sentence_labels` int32 [batch, 1].
+        outputs: `mlm_logits` float32 [batch, P, V], `nsp_logits` float32 [batch, 2].
+
+    Returns:
+        (total, mlm_loss, nsp_loss), float32 scalars, where
+        mlm_loss = sum(weight * nll) / (sum(weight) + 1e-5), nsp_loss = mean nll and
+        total = mlm_loss + nsp_loss, exactly as the original BERT code (see
+        `pretraining_statistics`).
+    """
+    statistics = pretraining_statistics(labels, outputs)
+    return statistics["loss"], statistics["mlm_loss"], statistics["nsp_loss"]
+
+
+def replica_share(loss: tf.Tensor) -> tf.Tensor:
+    """`loss` divided by the number of replicas in sync (1 outside a `tf.distribute` replica).
+
+    A `compute_loss` returns this: Keras sums the replicas' gradients, so each replica
+    contributes 1/num_replicas of its local batch's loss to the global batch's mean.
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = context.num_replicas_in_sync if context is not None else 1
+    return loss / replicas
