@@ -36,8 +36,8 @@ both. On a GPU `peak MB` and `work MB` are the device allocator's peak (TensorFl
 matmul (the CPU's [4096, 768] x [768, 3072] takes microseconds there), and a `large` training
 table is followed by NVIDIA's published figure for TF2 BERT-large.
 Memory: `peak MB` is the process's maximum resident set; `work MB` is that minus the resident set
-right after importing the framework and the library (TensorFlow alone is 540-680 MB resident here,
-depending on how many of its library pages get mapped; torch + transformers 240-380 MB): the
+right after importing the framework and the library (the frameworks' own libraries differ in size
+by hundreds of MB, and the resident share of TensorFlow's varies with the pages mapped): the
 memory the work itself needs.
 FLOPs are counted as: forward = 2 x (transformer-layer parameters) x tokens + attention
 4 x S^2 x H x L x B + MLM head 2 x (H^2 + H x V) x B x P; training = 3 x forward. Embedding
@@ -46,7 +46,8 @@ FLOPs). keras_bert_lite's pre-trainer runs its last transformer layer only at [C
 masked positions (the only outputs its losses read; the peers compute all 128), so it executes
 fewer FLOPs than it is credited with: `% exec` divides the FLOPs each row really executes by the
 ceiling (the hardware's utilisation), `% ceil` the model FLOPs. bf16 rows are divided by a bf16
-`tf.matmul` ceiling measured the same way (AVX512_BF16 runs bf16 products ~1.6x faster).
+`tf.matmul` ceiling measured the same way (AVX512_BF16 runs bf16 products faster than float32
+ones, so a float32 ceiling would flatter the bf16 rows).
 
 Requires the `bench` extra: `pip install -e '.[bench]'` (keras-hub, torch, transformers).
 """
@@ -356,7 +357,7 @@ def matmul_ceilings() -> dict:
 
 def _matmul_gflops(dtype, shape: tuple[int, int, int]) -> float:
     """GFLOP/s of an [m, k] x [k, n] tf.matmul in `dtype` (`shape` = (m, k, n)): the best of 5
-    windows of 4 matmuls (~0.2 s each in float32 for the CPU's shape)."""
+    windows of 4 matmuls (long enough that the call overhead is negligible for the CPU's shape)."""
     import tensorflow as tf
 
     m, k, n = shape

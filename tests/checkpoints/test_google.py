@@ -51,7 +51,7 @@ def _model_weights(model) -> list:
     return [w.numpy().copy() for w in model.weights]
 
 
-# ---------------------------------------------------------------- against the original code
+# Against the original code.
 
 
 def _diffs_on_real_tokens(ours: dict, reference: dict, mask: np.ndarray) -> tuple[dict, dict]:
@@ -205,7 +205,7 @@ def test_from_google_checkpoint_release_folder(original_run, real_vocab_file, tm
     assert _max_diff(outputs["pooled_output"], original_run.tiny_reference["pooled_output"]) < TOLERANCE
 
 
-# ---------------------------------------------------------------- errors and edge cases
+# Errors and edge cases.
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s", "."]
 TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,

@@ -44,7 +44,7 @@ def _torch_inputs(arrays) -> dict:
     }
 
 
-# ---------------------------------------------------------------- real weights
+# Real weights.
 
 
 @pytest.mark.slow
@@ -105,7 +105,7 @@ def test_hf_to_google_roundtrip_is_bitwise(minilm_dir, minilm_encoder, tmp_path)
         assert np.array_equal(written[google.name], value), google.name
 
 
-# ---------------------------------------------------------------- tiny models written by transformers
+# Tiny models written by transformers.
 
 @pytest.fixture(scope="module")
 def tiny_batch(hf_tiny):
@@ -190,7 +190,7 @@ def test_activation_names_match_transformers(hf_name):
     assert _max_diff(ours(tf.constant(x)), expected) < 1e-6
 
 
-# ---------------------------------------------------------------- errors
+# Errors.
 
 
 def test_encoder_from_pretraining_folder_strict_and_not(hf_pretraining):

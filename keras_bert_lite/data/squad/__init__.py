@@ -1,8 +1,9 @@
 """SQuAD v1.1 / v2.0: reading, doc-stride windows, the paper's span scoring, EM/F1, in-graph answering.
 
 Word pieces keep the byte offsets of the word they come from (`BertTokenizer.tokenize_with_offsets`),
-so a predicted span maps straight back to the original context text. Windows (`squad_windows`) and span scoring (`score_spans`) are
-TensorFlow ops shared by training features, evaluation and the exported SavedModel.
+so a predicted span maps straight back to the original context text. Windows (`squad_windows`) and
+span scoring (`score_spans`) are TensorFlow ops shared by training features, evaluation and the
+exported SavedModel.
 
 Example:
 

@@ -123,8 +123,8 @@ def squad_features(
     return SquadFeatures(**{name: np.concatenate([p[name] for p in parts]) for name in parts[0]})
 
 
-# Traced window functions per tokenizer and layout: tracing the tokenizer and window ops takes seconds,
-# more than windowing a small file, so each layout is traced once per process.
+# Traced window functions per tokenizer and layout: tracing the tokenizer and window ops costs more
+# than windowing a small file, so each layout is traced once per process.
 _WINDOW_FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

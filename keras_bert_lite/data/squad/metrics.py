@@ -1,4 +1,5 @@
-"""The official SQuAD evaluation: answer normalisation, exact match and token F1, maximised over references."""
+"""The official SQuAD evaluation: answer normalisation, exact match and token F1, maximised over
+references."""
 
 from __future__ import annotations
 
