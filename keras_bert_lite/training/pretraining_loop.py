@@ -37,7 +37,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.models.pretraining_loss import STATISTIC_NAMES, pretraining_statistics
+from keras_bert_lite.models.losses import STATISTIC_NAMES, pretraining_statistics
 
 # Per-step statistics returned by `PretrainingLoop.train` (the evaluation returns the first five).
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")

@@ -1,8 +1,10 @@
-"""BERT's pre-training losses and accuracies, and the per-replica share of a loss.
+"""The models' losses: BERT's pre-training losses and accuracies, and a replica's share of a loss.
 
-One definition serves both training paths: `BertPretrainer.compute_loss` (`fit`, normalised by
-its own batch) and `PretrainingLoop` (normalised by the global batch over replicas and
-micro-batches, so that summing the parts gives the global batch's loss).
+One definition of the pre-training statistics serves both training paths:
+`BertPretrainer.compute_loss` (`fit`, normalised by its own batch) and `PretrainingLoop`
+(normalised by the global batch over replicas and micro-batches, so that summing the parts gives
+the global batch's statistics). `replica_share` is the scaling every `compute_loss` under a
+`tf.distribute` strategy needs.
 """
 
 from __future__ import annotations

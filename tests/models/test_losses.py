@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
-from keras_bert_lite.models.pretraining_loss import (
+from keras_bert_lite.models.losses import (
     STATISTIC_NAMES,
     pretraining_losses,
     pretraining_statistics,
