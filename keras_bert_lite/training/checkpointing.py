@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from keras_bert_lite.atomic import atomic_write, copy_atomically
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 
 _CHECKPOINT_NAME = "ckpt"
@@ -217,9 +218,9 @@ def export_pretrained(model: BertPretrainer, output_dir: str, vocab_file: str | 
     """Saves the trained model for fine-tuning, each file written atomically.
 
     Writes `pretrainer.keras` (encoder and heads), `encoder.keras` (the encoder alone),
-    `bert_config.json` and, when given, a copy of `vocab_file` as `vocab.txt`. The models are
-    saved as float32 copies, whatever the training precision and strategy. Call it outside
-    `strategy.scope()`, on the chief only.
+    `bert_config.json` and, when given, a copy of `vocab_file` as `vocab.txt`, each through
+    `keras_bert_lite.atomic`. The models are saved as float32 copies, whatever the training
+    precision and strategy. Call it outside `strategy.scope()`, on the chief only.
 
     Returns:
         Name ("pretrainer", "encoder", "bert_config", "vocab") -> written path.
@@ -237,23 +238,14 @@ def export_pretrained(model: BertPretrainer, output_dir: str, vocab_file: str | 
         "encoder": os.path.join(output_dir, "encoder.keras"),
         "bert_config": os.path.join(output_dir, "bert_config.json"),
     }
-    _atomic_save(copy, paths["pretrainer"])
-    _atomic_save(copy.encoder, paths["encoder"])
-    temporary = paths["bert_config"] + ".partial"
-    copy.encoder.config.to_json_file(temporary)
-    tf.io.gfile.rename(temporary, paths["bert_config"], overwrite=True)
+    for name, saved in (("pretrainer", copy), ("encoder", copy.encoder)):
+        # Keras saves only to names ending in ".keras": the temporary keeps that suffix.
+        with atomic_write(paths[name][: -len(".keras")], suffixes=(".keras",)) as (prefix,):
+            saved.save(prefix + ".keras")
+    with atomic_write(paths["bert_config"]) as (temporary,):
+        copy.encoder.config.to_json_file(temporary)
     if vocab_file:
-        paths["vocab"] = os.path.join(output_dir, "vocab.txt")
-        if os.path.abspath(vocab_file) != os.path.abspath(paths["vocab"]):
-            tf.io.gfile.copy(vocab_file, paths["vocab"] + ".partial", overwrite=True)
-            tf.io.gfile.rename(paths["vocab"] + ".partial", paths["vocab"], overwrite=True)
+        paths["vocab"] = copy_atomically(vocab_file, os.path.join(output_dir, "vocab.txt"))
     logging.info("Exported %s.", ", ".join(sorted(paths.values())))
     return paths
-
-
-def _atomic_save(model: keras.Model, path: str) -> None:
-    directory, name = os.path.split(path)
-    temporary = os.path.join(directory, f".partial-{name}")
-    model.save(temporary)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
 

@@ -30,6 +30,7 @@ from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoo
 
 CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
+EVAL_SUMMARY_SUBDIR = os.path.join("summaries", "eval")
 _PROGRESS_STATS = ("loss", "mlm_accuracy", "nsp_accuracy")
 # TensorBoard's scalar-plugin metadata, so scalars are written without the tensorboard package.
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -73,8 +74,8 @@ def run_pretraining(
     Returns:
         A dict: `step` (final), `resumed_from` (0 for a fresh start), `checkpoint` (last path),
         `seconds` (training wall time), `examples_per_second` (over the loops after the first,
-        which includes tracing; over all loops if there was one) and the last loop's mean
-        `STAT_NAMES`.
+        which includes tracing; over all loops if there was one), `learning_rate` (of the last
+        step) and the other `STAT_NAMES` averaged over the last loop.
 
     Raises:
         NonFiniteLossError: a loss (or gradient) became NaN/Inf; names the step and the last good
@@ -117,6 +118,7 @@ def run_pretraining(
         _write_summaries(writer, history, step + 1, examples_per_second)
         step += num_steps
         stats = {name: float(np.mean(history[name])) for name in STAT_NAMES}
+        stats["learning_rate"] = float(history["learning_rate"][-1])
         if bar is not None:
             bar.update(step, [(name, stats[name]) for name in _PROGRESS_STATS]
                        + [("examples/s", examples_per_second)])
@@ -136,12 +138,31 @@ def run_pretraining(
                 examples_per_second=rate, **stats)
 
 
-def _write_summaries(writer, history: dict[str, np.ndarray], first_step: int, examples_per_second: float) -> None:
-    def scalar(name, value, step):
-        tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
+def write_eval_summaries(model_dir: str, step: int, metrics: dict[str, float]) -> None:
+    """Writes evaluation scalars at `step` to TensorBoard under `model_dir/summaries/eval`.
 
+    Call it on the chief only. Next to `summaries/train`, TensorBoard then draws held-out and
+    training curves of the same names (`mlm_accuracy`, ...) in one chart.
+
+    Args:
+        model_dir: the run's output folder (as given to `run_pretraining`).
+        step: the training step the model was evaluated at.
+        metrics: name -> value; every value is written as a float32 scalar.
+    """
+    writer = tf.summary.create_file_writer(os.path.join(model_dir, EVAL_SUMMARY_SUBDIR))
+    with writer.as_default():
+        for name, value in metrics.items():
+            _scalar(name, value, step)
+    writer.close()
+
+
+def _scalar(name: str, value: float, step: int) -> None:
+    tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
+
+
+def _write_summaries(writer, history: dict[str, np.ndarray], first_step: int, examples_per_second: float) -> None:
     with writer.as_default():
         for i in range(len(history["loss"])):
             for name in STAT_NAMES:
-                scalar(name, history[name][i], first_step + i)
-        scalar("examples_per_second", examples_per_second, first_step + len(history["loss"]) - 1)
+                _scalar(name, history[name][i], first_step + i)
+        _scalar("examples_per_second", examples_per_second, first_step + len(history["loss"]) - 1)

@@ -39,9 +39,11 @@ import tensorflow as tf
 
 from keras_bert_lite.layers.compiled import sparse_softmax_cross_entropy
 
-# Per-step statistics returned by `PretrainingLoop.train` (the evaluation returns the first five).
+# Per-step statistics returned by `PretrainingLoop.train`.
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")
-_EVAL_STATS = 5
+_EVAL_STATS = 5  # the losses and accuracies: the first five STAT_NAMES
+# Statistics returned by `PretrainingLoop.evaluate`.
+EVAL_NAMES = STAT_NAMES[:_EVAL_STATS] + ("mlm_top5_accuracy",)
 _MLM_EPSILON = 1e-5  # as in `pretraining_losses` and the original BERT code
 
 
@@ -168,9 +170,15 @@ class PretrainingLoop:
         return {name: history[:, i] for i, name in enumerate(STAT_NAMES)}
 
     def evaluate(self, iterator, num_steps: int) -> dict[str, float]:
-        """Mean loss, MLM/NSP losses and accuracies over `num_steps` global batches (no dropout)."""
+        """Losses and accuracies over `num_steps` global batches, without dropout.
+
+        Returns:
+            `EVAL_NAMES` -> mean over the batches: the losses and accuracies of `STAT_NAMES`,
+            and `mlm_top5_accuracy`, the share of masked tokens whose label is among the
+            model's five most likely tokens.
+        """
         history = self._eval_fn(iterator, tf.constant(num_steps, tf.int32)).numpy()
-        return {name: float(history[:, i].mean()) for i, name in enumerate(STAT_NAMES[:_EVAL_STATS])}
+        return {name: float(history[:, i].mean()) for i, name in enumerate(EVAL_NAMES)}
 
     def _train_steps(self, iterator, num_steps):
         history = tf.TensorArray(tf.float32, size=num_steps)
@@ -261,4 +269,13 @@ class PretrainingLoop:
     def _replica_eval_step(self, features, labels):
         mlm_weight_total, num_examples_total = self._global_totals(labels)
         outputs = self.model(features, training=False)
-        return global_batch_shares(labels, outputs, mlm_weight_total, num_examples_total)
+        shares = global_batch_shares(labels, outputs, mlm_weight_total, num_examples_total)
+        logits = tf.cast(outputs["mlm_logits"], tf.float32)
+        in_top5 = tf.math.in_top_k(
+            tf.reshape(tf.cast(labels["masked_lm_ids"], tf.int32), [-1]),
+            tf.reshape(logits, [-1, tf.shape(logits)[-1]]),
+            k=5,
+        )
+        weights = tf.reshape(tf.cast(labels["masked_lm_weights"], tf.float32), [-1])
+        top5_share = tf.reduce_sum(weights * tf.cast(in_top5, tf.float32)) / tf.maximum(mlm_weight_total, _MLM_EPSILON)
+        return tf.concat([shares, top5_share[tf.newaxis]], 0)

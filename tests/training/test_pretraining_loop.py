@@ -15,8 +15,13 @@ from keras_bert_lite.training.checkpointing import (
     export_pretrained,
     restore_model_weights,
 )
-from keras_bert_lite.training.optimization import create_optimizer
-from keras_bert_lite.training.pretraining import CHECKPOINT_SUBDIR, run_pretraining
+from keras_bert_lite.training.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_lite.training.pretraining import (
+    CHECKPOINT_SUBDIR,
+    EVAL_SUMMARY_SUBDIR,
+    run_pretraining,
+    write_eval_summaries,
+)
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop, global_batch_shares
 
 
@@ -171,3 +176,16 @@ def test_init_checkpoint_formats(jobs, tmp_path):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(FileNotFoundError):
         restore_model_weights(target, str(tmp_path / "missing.keras"))
+
+
+def test_result_has_the_last_learning_rate_and_eval_scalars_go_to_tensorboard(jobs, tmp_path):
+    loop = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    result = run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), num_train_steps=6,
+                             model_dir=str(tmp_path), steps_per_loop=3, save_checkpoints_steps=6, progress=False)
+    # Step 6 runs at the schedule's value for iteration 5 (not the mean over the last loop's steps 4-6).
+    assert result["learning_rate"] == pytest.approx(float(WarmupLinearDecay(1e-2, 6, 2)(5)), rel=1e-6)
+    write_eval_summaries(str(tmp_path), 6, {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75})
+    (events,) = (tmp_path / EVAL_SUMMARY_SUBDIR).glob("events.out.tfevents.*")
+    scalars = {(v.tag, e.step): float(tf.make_ndarray(v.tensor))
+               for e in tf.compat.v1.train.summary_iterator(str(events)) for v in e.summary.value}
+    assert scalars == {("mlm_accuracy", 6): 0.25, ("nsp_accuracy", 6): 0.75}
