@@ -14,12 +14,13 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite.models import BertEncoder
+from keras_bert_lite.training import demo_data
 from keras_bert_lite.training.optimization import WarmupLinearDecay
 
 SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
 STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY = 200, 20, 1e-3, 50
 FLAGS = [
-    "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
+    "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
     "--train_batch_size=32", f"--num_train_steps={STEPS}", f"--num_warmup_steps={WARMUP}",
     f"--learning_rate={LEARNING_RATE}", "--steps_per_loop=25", f"--save_checkpoints_steps={SAVE_EVERY}",
     "--num_examples_to_show=2",
@@ -90,10 +91,17 @@ def test_killed_run_resumes_to_the_same_final_step(killed_and_resumed):
 def test_main_job_learns_and_writes_everything(killed_and_resumed):
     output, _, stdout = killed_and_resumed
     metrics = json.loads((output / "metrics.json").read_text())
-    heldout, baseline = metrics["heldout"]["mlm_accuracy"], metrics["baseline"]["mlm_accuracy"]
-    assert heldout > 1.5 * baseline and heldout > baseline + 0.02, (heldout, baseline)
-    assert "most-frequent-token baseline" in stdout and "top-5" in stdout
+    heldout, baseline = metrics["heldout"], metrics["baseline"]
+    for name in ("mlm_accuracy", "mlm_top5_accuracy"):
+        assert heldout[name] > 1.5 * baseline[name] and heldout[name] > baseline[name] + 0.02, name
+    assert "(the most frequent training token)" in stdout and "MLM accuracy (top-5)" in stdout
+    assert demo_data.SHOWN_RULE in stdout
     assert len(metrics["masked_examples"]) == 2
+    # Held-out scalars are in TensorBoard at the last step; metrics.json has the last step's learning rate.
+    (events,) = (output / "summaries" / "eval").glob("events.out.tfevents.*")
+    assert _scalars(events, "mlm_top5_accuracy") == {STEPS: pytest.approx(heldout["mlm_top5_accuracy"])}
+    assert metrics["train"]["learning_rate"] == pytest.approx(
+        float(WarmupLinearDecay(LEARNING_RATE, STEPS, WARMUP)(STEPS - 1)), rel=1e-5)
     assert all(len(example["predictions"]) == 5 for example in metrics["masked_examples"])
     vocab = (output / "vocab.txt").read_text().split("\n")
     config = json.loads((output / "bert_config.json").read_text())
@@ -114,3 +122,31 @@ def test_bad_input_is_one_clear_error(tmp_path):
     errors = [line for line in run.stderr.splitlines() if line.startswith("pretrain.py: error:")]
     assert errors == [f"pretrain.py: error: Input pattern '{tmp_path}/missing-*.tfrecord' matches no file."]
     assert "Traceback" not in run.stderr
+
+
+def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path, jobs):
+    cases = {
+        "--num_train_steps=20": None,  # the warmup is a proportion of the steps by default
+        "--num_train_steps=20 --num_warmup_steps=60": "--num_warmup_steps=60 must be in [0, --num_train_steps=20]",
+        "--num_warmup_steps=5 --warmup_proportion=0.2": "--num_warmup_steps and --warmup_proportion both set",
+        "--warmup_proportion=1.5": "--warmup_proportion=1.5 must be in [0, 1]",
+        "--train_batch_size=30 --gradient_accumulation_steps=4": "must be a multiple of --gradient_accumulation_steps",
+        "--max_predictions_per_seq=80": "--max_predictions_per_seq=80 must be at most --max_seq_length=64",
+        "--max_seq_length=4": "--max_seq_length=4 must be at least 5",
+        "--input_files=x.tfrecord": "--input_files needs --vocab_file",
+        "--input_files=x.tfrecord --vocab_file=v.txt --dupe_factor=3 --max_documents=9":
+            "--max_documents --dupe_factor only apply to the built-in corpus",
+        "--bert_config_file=c.json --model=mini": "--bert_config_file and --model both set",
+        "--tpu=local": "--tpu only applies to --strategy=tpu",
+        "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
+        "--num_train_steps=0": "--num_train_steps must be positive",
+    }
+    errors = jobs.run_job("flags", [argv.split() for argv in cases], tmp_path)
+    for (argv, expected), error in zip(cases.items(), errors):
+        assert (error is None) if expected is None else (expected in (error or "")), (argv, error)
+    # On the command line: one error, before any data or output is made.
+    run = subprocess.run([sys.executable, str(SCRIPT), "--num_train_steps=20", "--num_warmup_steps=60",
+                          f"--output_dir={tmp_path}/out"], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "--num_warmup_steps=60 must be in [0, --num_train_steps=20]" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
