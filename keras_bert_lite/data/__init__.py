@@ -10,7 +10,9 @@ from keras_bert_lite.data.glue import (
     read_glue_tsv,
 )
 from keras_bert_lite.data.ner import CONLL2003_TAGS, entity_f1, ner_dataset, read_conll
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset, pretraining_feature_spec
+from keras_bert_lite.data.pretraining_files import check_pretraining_files
+from keras_bert_lite.data.pretraining_format import pretraining_feature_spec
+from keras_bert_lite.data.pretraining_reader import pretraining_dataset
 from keras_bert_lite.data.pretraining_writer import PretrainingDataStats, create_pretraining_data
 from keras_bert_lite.data.squad import (
     predict_answers,
@@ -27,6 +29,7 @@ __all__ = [
     "ClassificationData",
     "PretrainingDataStats",
     "builtin_documents",
+    "check_pretraining_files",
     "classification_dataset",
     "create_pretraining_data",
     "entity_f1",

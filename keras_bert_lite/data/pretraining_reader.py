@@ -15,35 +15,10 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_bert_lite.data.corpora import expand_file_patterns
-from keras_bert_lite.text.masking import MaskedLMMasker
-from keras_bert_lite.text.tokenizer import BertTokenizer
-
-# Features of the original format whose length is max_seq_length / max_predictions_per_seq.
-_SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
-_PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-
-
-def pretraining_feature_spec(
-    seq_length: int, max_predictions_per_seq: int
-) -> dict[str, tf.io.FixedLenFeature]:
-    """The original `run_pretraining.py` parsing spec of the BERT pre-training TFRecord format.
-
-    Args:
-        seq_length: max_seq_length the data was written with.
-        max_predictions_per_seq: max_predictions_per_seq the data was written with.
-
-    Returns:
-        Feature name -> `tf.io.FixedLenFeature`: input_ids, input_mask, segment_ids
-        [seq_length] int64; masked_lm_positions, masked_lm_ids [max_predictions_per_seq] int64;
-        masked_lm_weights [max_predictions_per_seq] float32; next_sentence_labels [1] int64.
-    """
-    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _SEQUENCE_FEATURES}
-    for name in _PREDICTION_FEATURES:
-        dtype = tf.float32 if name == "masked_lm_weights" else tf.int64
-        spec[name] = tf.io.FixedLenFeature([max_predictions_per_seq], dtype)
-    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
-    return spec
+from keras_bert_lite.data.pretraining_files import check_pretraining_files, check_shape_arguments
+from keras_bert_lite.data.pretraining_format import PREDICTION_FEATURES, SEQUENCE_FEATURES
+from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
+from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer
 
 
 def pretraining_dataset(
@@ -60,6 +35,7 @@ def pretraining_dataset(
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
     drop_remainder: bool = True,
+    vocab_size: int | None = None,
 ) -> tf.data.Dataset:
     """Reads pre-training TFRecords into `(features, labels)` batches for `BertPretrainer`.
 
@@ -69,18 +45,25 @@ def pretraining_dataset(
             `input_context.get_per_replica_batch_size(batch_size)` examples per batch.
         seq_length: max_seq_length the files were written with.
         max_predictions_per_seq: max_predictions_per_seq the files were written with.
-        dynamic_masking: ignore the stored masks and draw new ones with `masker` on every read.
-        masker: the `MaskedLMMasker` for dynamic masking; its `max_predictions_per_seq` must
-            equal `max_predictions_per_seq`.
+        dynamic_masking: ignore the stored masks and draw new ones every time a record is read
+            (new masks every epoch). The masks come from stateless random ops seeded per batch by
+            a `tf.data.Dataset.random` stream, so the dataset's iterator holds no variable and can
+            be saved in a `tf.train.Checkpoint` (a resumed run continues the same mask sequence),
+            and a seed reproduces every mask.
+        masker: the `MaskedLMMasker` whose settings (rates, special tokens, whole words) define the
+            dynamic masks; its `max_predictions_per_seq` must equal `max_predictions_per_seq`.
+            Its seed is used when `seed` is None; its own seed state is not advanced.
         vocabulary: alternatively, a vocab.txt path or token list from which a default masker
             (15 % selection, 80/10/10, [CLS]/[SEP]/[PAD] never selected) is built.
         is_training: shuffle files and records and repeat forever; otherwise read the files
             once, in order.
         shuffle_buffer: records in the shuffle buffer when training.
-        seed: seed of the shuffles and of the default dynamic masker.
+        seed: seed of the shuffles and of the dynamic masks.
         input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`; files
             (or, with fewer files than pipelines, records) are sharded per input pipeline.
         drop_remainder: drop a last partial batch, so every batch has a static shape.
+        vocab_size: when given, ids at or above it are reported (data written with another
+            vocabulary) instead of reaching the model.
 
     Returns:
         A dataset of `(features, labels)`: features `input_word_ids`, `input_mask`,
@@ -92,16 +75,16 @@ def pretraining_dataset(
 
     Raises:
         FileNotFoundError: a pattern matches no file.
-        ValueError: inconsistent arguments.
+        ValueError: inconsistent arguments, or what `check_pretraining_files` reports (unreadable
+            files, first records of another shape or vocabulary, no record at all), before any
+            batch is read. Empty files are left out, so training never waits on them forever.
     """
-    if batch_size < 1 or seq_length < 1 or max_predictions_per_seq < 1:
-        raise ValueError(
-            f"batch_size, seq_length and max_predictions_per_seq must be positive, got {batch_size}, "
-            f"{seq_length}, {max_predictions_per_seq}."
-        )
+    check_shape_arguments(seq_length, max_predictions_per_seq, vocab_size)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}.")
     if dynamic_masking:
         masker = _dynamic_masker(masker, vocabulary, max_predictions_per_seq, seed)
-    files = expand_file_patterns(file_patterns)
+    files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     shards, shard_index = 1, 0
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
@@ -135,7 +118,12 @@ def pretraining_dataset(
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     if dynamic_masking:
-        dataset = dataset.map(lambda features: _remask(features, masker))
+        mask_seeds = tf.data.Dataset.random(
+            seed=masker.seed if seed is None else seed, rerandomize_each_iteration=True
+        )
+        dataset = tf.data.Dataset.zip(dataset, mask_seeds).map(
+            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index]))
+        )
     return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
 
 
@@ -163,8 +151,8 @@ def _parse_batch(
     paths: tf.Tensor, records: tf.Tensor, seq_length: int, max_predictions_per_seq: int
 ) -> dict[str, tf.Tensor]:
     """Parses a batch of serialized examples, checking every feature's length per record."""
-    lengths = dict.fromkeys(_SEQUENCE_FEATURES, seq_length)
-    lengths.update(dict.fromkeys(_PREDICTION_FEATURES, max_predictions_per_seq))
+    lengths = dict.fromkeys(SEQUENCE_FEATURES, seq_length)
+    lengths.update(dict.fromkeys(PREDICTION_FEATURES, max_predictions_per_seq))
     lengths["next_sentence_labels"] = 1
     spec = {
         name: tf.io.RaggedFeature(
@@ -194,18 +182,37 @@ def _parse_batch(
     return features
 
 
-def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker) -> dict[str, tf.Tensor]:
-    """Restores the unmasked ids from the stored labels and draws new masks."""
+def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:
+    """Restores the unmasked ids from the stored labels and draws new masks from `seed` [2] int64.
+
+    The masker's settings are applied through the stateless `mask_tokens`, not through the layer's
+    call, whose seed generator is a variable that would make the iterator impossible to save.
+    """
     selected = features["masked_lm_weights"] > 0
     rows = tf.broadcast_to(tf.range(tf.shape(selected)[0])[:, tf.newaxis], tf.shape(selected))
     indices = tf.boolean_mask(tf.stack([rows, features["masked_lm_positions"]], axis=-1), selected)
     original = tf.tensor_scatter_nd_update(
         features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
     )
-    masked = masker(original)
+    continuation_ids = None
+    if masker.whole_word_masking:
+        continuation_ids = [i for i, token in enumerate(masker.vocabulary) if token.startswith(SUFFIX_INDICATOR)]
+    masked = mask_tokens(
+        original,
+        seed,
+        vocab_size=masker.vocab_size,
+        mask_token_id=masker.mask_token_id,
+        special_token_ids=masker.special_token_ids,
+        padding_id=masker.padding_id,
+        selection_rate=masker.selection_rate,
+        mask_token_rate=masker.mask_token_rate,
+        random_token_rate=masker.random_token_rate,
+        max_predictions_per_seq=masker.max_predictions_per_seq,
+        continuation_ids=continuation_ids,
+    )
     features = dict(features)
     features["input_ids"] = tf.ensure_shape(tf.cast(masked["input_word_ids"], tf.int32), original.shape)
-    for name in _PREDICTION_FEATURES:
+    for name in PREDICTION_FEATURES:
         dtype = tf.float32 if name == "masked_lm_weights" else tf.int32
         features[name] = tf.ensure_shape(tf.cast(masked[name], dtype), features[name].shape)
     return features

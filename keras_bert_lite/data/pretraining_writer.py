@@ -29,6 +29,7 @@ import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
 
+from keras_bert_lite.data.pretraining_format import serialize_example
 from keras_bert_lite.data.pretraining_pairs import PairInstance, create_pair_instances
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.tokenizer import BertTokenizer
@@ -213,45 +214,6 @@ def _masked_examples(
         for row, pair in enumerate(pairs)
     ]
     return records, int(np.count_nonzero(outputs["masked_lm_weights"]))
-
-
-def serialize_example(
-    input_ids: Sequence[int],
-    input_mask: Sequence[int],
-    segment_ids: Sequence[int],
-    masked_lm_positions: Sequence[int],
-    masked_lm_ids: Sequence[int],
-    masked_lm_weights: Sequence[float],
-    next_sentence_label: int,
-) -> bytes:
-    """One pre-training example as a serialized `tf.train.Example` in the original format.
-
-    Args:
-        input_ids, input_mask, segment_ids: int sequences of length max_seq_length.
-        masked_lm_positions, masked_lm_ids: int sequences of length max_predictions_per_seq.
-        masked_lm_weights: float sequence of length max_predictions_per_seq (1.0 real, 0.0 pad).
-        next_sentence_label: 0 if segment B follows segment A, 1 if it is random.
-
-    Returns:
-        The serialized example (bytes), with deterministic field order.
-    """
-
-    def ints(values: Sequence[int]) -> tf.train.Feature:
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=np.asarray(values, np.int64)))
-
-    features = {
-        "input_ids": ints(input_ids),
-        "input_mask": ints(input_mask),
-        "segment_ids": ints(segment_ids),
-        "masked_lm_positions": ints(masked_lm_positions),
-        "masked_lm_ids": ints(masked_lm_ids),
-        "masked_lm_weights": tf.train.Feature(
-            float_list=tf.train.FloatList(value=np.asarray(masked_lm_weights, np.float32))
-        ),
-        "next_sentence_labels": ints([next_sentence_label]),
-    }
-    example = tf.train.Example(features=tf.train.Features(feature=features))
-    return example.SerializeToString(deterministic=True)
 
 
 class _AtomicRecordWriters:

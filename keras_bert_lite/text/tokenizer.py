@@ -1,17 +1,10 @@
 """BERT WordPiece tokenization inside the TensorFlow graph.
 
-`BertTokenizer` reproduces the original BERT `tokenization.FullTokenizer`:
-invalid characters and control characters are removed, CJK ideographs and
-punctuation become words of their own, and (for uncased vocabularies) text is
-lower-cased with Python's `str.lower` rules and stripped of accents (NFD, then
-all combining marks removed) before greedy longest-match-first WordPiece.
-
-The WordPiece step runs on tensorflow-text's fast WordPiece kernel. Its own
-lower-casing differs from BERT's (it case-folds and applies compatibility
-decomposition, so "…" would become "..." and "ß" would become "ss"), so the
-normalisation is done here with core string ops instead. Lines made only of
-printable ASCII (most English text) need nothing but ASCII lower-casing and
-skip the Unicode normalisation entirely.
+`BertTokenizer` reproduces the original BERT `tokenization.FullTokenizer`: text is cleaned and normalised
+(`normalization.normalize_text`), CJK ideographs and punctuation become words of their own, and each word
+is split by greedy longest-match-first WordPiece on tensorflow-text's fast WordPiece kernel, which also does
+the word splitting (its end-to-end mode). Lines made only of printable ASCII (most English text) need
+nothing but ASCII lower-casing and skip the Unicode normalisation.
 """
 
 from __future__ import annotations
@@ -22,20 +15,13 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.text.normalization import PLAIN_ASCII, normalize_text, source_spans
+
 # tensorflow_text (~120 MB resident) is imported in the functions that use it, so that
 # `import keras_bert_lite` (e.g. for training from TFRecords) does not load it.
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SUFFIX_INDICATOR = "##"
-
-# Text that needs no Unicode processing: tab, newline, carriage return and
-# printable ASCII.
-_PLAIN_ASCII = r"[\t\n\r\x20-\x7e]*"
-# Characters the original tokenizer deletes: NUL, U+FFFD and every control
-# (Cc) or format (Cf) character except tab, newline and carriage return.
-_REMOVED_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\x{fffd}]"
-_COMBINING_MARKS = r"\p{Mn}"
-
 
 def load_vocabulary(path: str) -> list[str]:
     """Reads a WordPiece `vocab.txt`: one token per line, the line number is the id.
@@ -83,34 +69,6 @@ def _validate_tokens(tokens: Sequence[str], source: str) -> list[str]:
             )
         first_line[token] = line_number
     return tokens
-
-
-def normalize_text(strings: tf.Tensor, lower_case: bool) -> tf.Tensor:
-    """BERT's text normalisation for a string tensor of any shape.
-
-    Invalid UTF-8 sequences, NUL, U+FFFD and control/format characters (other
-    than tab, newline and carriage return) are removed. With `lower_case`, the
-    text is then lower-cased (Python `str.lower` rules), NFD-decomposed, and all
-    non-spacing combining marks (accents) are dropped.
-
-    Args:
-      strings: tf.string tensor.
-      lower_case: whether to lower-case and strip accents (uncased models).
-
-    Returns:
-      tf.string tensor of the same shape.
-    """
-    strings = tf.strings.unicode_transcode(
-        strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-    )
-    strings = tf.strings.regex_replace(strings, _REMOVED_CHARS, "")
-    if lower_case:
-        import tensorflow_text as tf_text
-
-        strings = tf.strings.lower(strings, encoding="utf-8")
-        strings = tf_text.normalize_utf8(strings, "NFD")
-        strings = tf.strings.regex_replace(strings, _COMBINING_MARKS, "")
-    return strings
 
 
 def _as_string_batch(inputs) -> tf.Tensor:
@@ -258,48 +216,116 @@ class BertTokenizer(keras.layers.Layer):
             unknown_token="[UNK]",
         )
 
-    # ------------------------------------------------------------------ tokenize
     def call(self, inputs):
         strings = _as_string_batch(inputs)
         if strings.shape.rank == 0:
             return self.call(strings[tf.newaxis])[0]
-        plain = tf.strings.regex_full_match(strings, _PLAIN_ASCII)
+        return self._word_pieces(strings, with_offsets=False)[0]
+
+    def tokenize_with_offsets(
+        self, inputs
+    ) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.RaggedTensor]:
+        """Word pieces with the byte span, in the original strings, of the word each piece belongs to.
+
+        The words are BERT's (split on whitespace, punctuation and CJK ideographs, after the text is
+        cleaned and normalised), found by the same ops as `call`, so the ids equal `self(inputs)`. All
+        pieces of a word share its span, so any run of whole words maps back to a slice of the original
+        string (as SQuAD answers need). A span starts at the word's first character and runs up to the
+        next character that is not dropped by normalisation: control characters and stripped accents
+        right after a word belong to it.
+
+        Args:
+            inputs: tf.string tensor of shape [batch] (or a scalar).
+
+        Returns:
+            (ids, starts, ends): `tf.RaggedTensor`s of shape [batch, (pieces)] (or [(pieces)] for a
+            scalar): int32 ids, and int64 UTF-8 byte offsets into the input strings (end exclusive).
+
+        Example:
+
+            >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "##s"])
+            >>> ids, starts, ends = tokenizer.tokenize_with_offsets(["Cafés!"])
+            >>> ids.to_list(), starts.to_list(), ends.to_list()
+            ([[5, 6, 1]], [[0, 0, 6]], [[6, 6, 7]])
+        """
+        strings = _as_string_batch(inputs)
+        if strings.shape.rank == 0:
+            return tuple(t[0] for t in self.tokenize_with_offsets(strings[tf.newaxis]))
+        ids, starts, ends = self._word_pieces(strings, with_offsets=True)
+        starts, ends = self._word_spans(ids, starts, ends)
+        # Printable-ASCII rows keep their byte offsets through normalisation; only the others are mapped.
+        mapped = tf.logical_not(tf.strings.regex_full_match(strings, PLAIN_ASCII))
+        pieces = tf.where(tf.gather(mapped, ids.value_rowids()))
+        spans = source_spans(
+            tf.boolean_mask(strings, mapped),
+            tf.ragged.boolean_mask(starts, mapped),
+            tf.ragged.boolean_mask(ends, mapped),
+            self.lower_case,
+        )
+        starts, ends = (
+            offsets.with_flat_values(tf.tensor_scatter_nd_update(offsets.flat_values, pieces, span.flat_values))
+            for offsets, span in zip((starts, ends), spans)
+        )
+        return ids, starts, ends
+
+    def _word_pieces(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
+        """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends) in the normalised strings."""
+        plain = tf.strings.regex_full_match(strings, PLAIN_ASCII)
         unicode_rows = tf.where(tf.logical_not(plain))
         fast = tf.strings.lower(strings) if self.lower_case else strings
         normalized = tf.tensor_scatter_nd_update(
             fast, unicode_rows, normalize_text(tf.gather_nd(strings, unicode_rows), self.lower_case)
         )
-        pieces = self._wordpiece.tokenize(normalized)
+
+        def tokenize(wordpiece, texts):
+            return wordpiece.tokenize_with_offsets(texts) if with_offsets else (wordpiece.tokenize(texts),)
+
+        pieces = tokenize(self._wordpiece, normalized)
         redo = tf.logical_and(
-            tf.size(unicode_rows) > 0, tf.reduce_any(tf.equal(pieces.flat_values, self.unk_id))
+            tf.size(unicode_rows) > 0, tf.reduce_any(tf.equal(pieces[0].flat_values, self.unk_id))
         )
         return tf.cond(
             redo,
-            lambda: self._redo_by_chars(normalized, tf.logical_not(plain), pieces),
+            lambda: self._redo_by_chars(normalized, tf.logical_not(plain), pieces, tokenize),
             lambda: pieces,
         )
 
-    def _redo_by_chars(self, normalized, unicode_rows, pieces):
-        """Re-tokenizes non-ASCII rows holding [UNK] with the character limit."""
-        has_unk = tf.reduce_any(tf.equal(pieces, self.unk_id), axis=-1)
+    def _redo_by_chars(self, normalized, unicode_rows, pieces, tokenize):
+        """Re-tokenizes non-ASCII rows holding [UNK] with the character limit.
+
+        Fast WordPiece limits words by bytes. With a limit of `max_chars_per_token` bytes it is exact for
+        ASCII words; the rare rows with non-ASCII text and an [UNK] are redone here with a limit of 4 bytes
+        per character, and the character limit is applied to the result.
+        """
+        has_unk = tf.reduce_any(tf.equal(pieces[0], self.unk_id), axis=-1)
         rows = tf.where(tf.logical_and(unicode_rows, has_unk))[:, 0]
-        redone = self._wordpiece_wide.tokenize(tf.gather(normalized, rows))
-        flat = redone.flat_values
+        redone = tokenize(self._wordpiece_wide, tf.gather(normalized, rows))
+        flat = redone[0].flat_values
         starts = tf.gather(self._starts_word, flat)
         word_index = tf.cumsum(tf.cast(starts, tf.int32)) - 1
         word_chars = tf.math.segment_sum(tf.gather(self._piece_chars, flat), word_index)
         too_long = tf.gather(word_chars > self.max_chars_per_token, word_index)
-        # The first piece of an overlong word becomes [UNK]; its other pieces go.
-        keep = tf.logical_or(starts, tf.logical_not(too_long))
-        redone = tf.ragged.boolean_mask(
-            redone.with_flat_values(tf.where(too_long, self.unk_id, flat)),
-            redone.with_flat_values(keep),
-        )
-        batch_size = pieces.nrows()
+        # The first piece of an overlong word becomes [UNK] (spanning the whole word); its other pieces go.
+        values = [tf.where(too_long, self.unk_id, flat)]
+        if len(redone) == 3:
+            word_ends = tf.gather(tf.math.segment_max(redone[2].flat_values, word_index), word_index)
+            values += [redone[1].flat_values, tf.where(too_long, word_ends, redone[2].flat_values)]
+        keep = redone[0].with_flat_values(tf.logical_or(starts, tf.logical_not(too_long)))
+        batch_size = pieces[0].nrows()
         source = tf.tensor_scatter_nd_update(
             tf.range(batch_size), rows[:, tf.newaxis], batch_size + tf.range(tf.size(rows, tf.int64))
         )
-        return tf.gather(tf.concat([pieces, redone], axis=0), source)
+        return tuple(
+            tf.gather(tf.concat([old, tf.ragged.boolean_mask(new.with_flat_values(value), keep)], axis=0), source)
+            for old, new, value in zip(pieces, redone, values)
+        )
+
+    def _word_spans(self, ids, starts, ends):
+        """Piece offsets [batch, (pieces)] -> the offsets of each piece's word (first start, last end)."""
+        word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids.flat_values), tf.int64)) - 1
+        first = tf.math.segment_min(starts.flat_values, word)
+        last = tf.math.segment_max(ends.flat_values, word)
+        return ids.with_flat_values(tf.gather(first, word)), ids.with_flat_values(tf.gather(last, word))
 
     def tokenize_words(self, inputs) -> tf.RaggedTensor:
         """Like `call`, but grouped by word.

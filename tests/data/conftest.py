@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from keras_bert_lite.data import corpora
 from keras_bert_lite.data.corpora import builtin_documents
+from keras_bert_lite.data.pretraining_format import serialize_example
 from keras_bert_lite.data.pretraining_writer import create_pretraining_data
 
 SEQ_LENGTH = 128
@@ -123,6 +124,29 @@ def special_ids(real_vocab_file) -> dict:
     return {token: tokens.index(token) for token in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")}
 
 
+def write_records(path, records) -> str:
+    """Writes serialized records (bytes) to a TFRecord file."""
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+    return str(path)
+
+
+def example_record(seq=SEQ_LENGTH, max_pred=MAX_PREDICTIONS, **overrides) -> bytes:
+    """A valid serialized pre-training record of the given shape, with `overrides` applied."""
+    values = dict(
+        input_ids=[101] + [7] * (seq - 2) + [102],
+        input_mask=[1] * seq,
+        segment_ids=[0] * seq,
+        masked_lm_positions=[1] * max_pred,
+        masked_lm_ids=[7] * max_pred,
+        masked_lm_weights=[1.0] * max_pred,
+        next_sentence_label=0,
+    )
+    values.update(overrides)
+    return serialize_example(**values)
+
+
 @pytest.fixture(scope="session")
 def data_helpers():
     """Module-level helpers for the test modules (conftest modules are not importable)."""
@@ -131,6 +155,8 @@ def data_helpers():
         parse_with_original_spec=parse_with_original_spec,
         write_google_format=write_google_format,
         unmasked_ids=unmasked_ids,
+        write_records=write_records,
+        example_record=example_record,
         seq_length=SEQ_LENGTH,
         max_predictions=MAX_PREDICTIONS,
     )

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset, pretraining_feature_spec
-from keras_bert_lite.data.pretraining_writer import serialize_example
+from keras_bert_lite.data.pretraining_format import pretraining_feature_spec
+from keras_bert_lite.data.pretraining_reader import pretraining_dataset
 from keras_bert_lite.text.masking import MaskedLMMasker
+from keras_bert_lite.text.tokenizer import BertTokenizer
 
 FEATURES = {
     "input_word_ids": "input_ids",
@@ -167,47 +168,83 @@ def test_pattern_without_match(tmp_path):
         pretraining_dataset(str(tmp_path / "missing-*.tfrecord"), 8, 128, 20)
 
 
-def _write_records(path, records):
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for record in records:
-            writer.write(record)
-    return str(path)
-
-
-def _example(seq=128, max_pred=20, **overrides):
-    values = dict(
-        input_ids=[101] + [7] * (seq - 2) + [102],
-        input_mask=[1] * seq,
-        segment_ids=[0] * seq,
-        masked_lm_positions=[1] * max_pred,
-        masked_lm_ids=[7] * max_pred,
-        masked_lm_weights=[1.0] * max_pred,
-        next_sentence_label=0,
+def test_wrong_length_feature_names_feature_lengths_and_file(tmp_path, data_helpers):
+    good = data_helpers.example_record()
+    bad = data_helpers.write_records(
+        tmp_path / "bad.tfrecord", [good, data_helpers.example_record(segment_ids=[0] * 127), good]
     )
-    values.update(overrides)
-    return serialize_example(**values)
-
-
-def test_wrong_length_feature_names_feature_lengths_and_file(tmp_path):
-    good = _example()
-    bad = _write_records(tmp_path / "bad.tfrecord", [good, _example(segment_ids=[0] * 127), good])
     with pytest.raises(
         tf.errors.InvalidArgumentError,
         match=r"feature segment_ids has 127 values.*expected 128.*bad\.tfrecord",
     ):
         list(pretraining_dataset(bad, 3, 128, 20, is_training=False))
-    # Data written for another max_predictions_per_seq.
+    # Data written for another max_predictions_per_seq: reported before any batch is read.
     with pytest.raises(
-        tf.errors.InvalidArgumentError, match=r"feature masked_lm_positions has 20 values.*expected 10"
+        ValueError, match=r"bad\.tfrecord, record 1: feature masked_lm_positions has 20 values, expected 10"
     ):
-        list(pretraining_dataset(bad, 1, 128, 10, is_training=False))
+        pretraining_dataset(bad, 1, 128, 10, is_training=False)
 
 
-def test_missing_feature_is_reported(tmp_path):
-    example = tf.train.Example.FromString(_example())
-    del example.features.feature["masked_lm_weights"]
-    path = _write_records(tmp_path / "missing.tfrecord", [example.SerializeToString()])
-    with pytest.raises(
-        tf.errors.InvalidArgumentError, match=r"feature masked_lm_weights has 0 values.*missing\.tfrecord"
-    ):
-        list(pretraining_dataset(path, 1, 128, 20, is_training=False))
+def test_empty_files_are_left_out_and_all_empty_is_an_error(tmp_path, data_helpers):
+    """Training on empty files used to wait forever for a first record."""
+    empty = data_helpers.write_records(tmp_path / "empty.tfrecord", [])
+    with pytest.raises(ValueError, match=r"No pre-training records in any of the 1 input file\(s\): .*empty"):
+        pretraining_dataset(empty, 2, 128, 20)
+    good = data_helpers.write_records(tmp_path / "good.tfrecord", [data_helpers.example_record()] * 3)
+    features, _ = next(iter(pretraining_dataset([empty, good], 2, 128, 20, shuffle_buffer=2)))
+    assert features["input_word_ids"].shape == (2, 128)
+
+
+@pytest.fixture(scope="module")
+def masker(real_vocab_file, data_helpers):
+    tokenizer = BertTokenizer(real_vocab_file)
+    return MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=data_helpers.max_predictions)
+
+
+def _dynamic(files, masker, data_helpers, **kwargs):
+    return pretraining_dataset(
+        files, 16, data_helpers.seq_length, data_helpers.max_predictions, dynamic_masking=True, masker=masker,
+        **kwargs,
+    )
+
+
+def _batches(iterator, count):
+    return [tf.nest.map_structure(lambda t: t.numpy(), next(iterator)) for _ in range(count)]
+
+
+def test_dynamic_masking_iterator_saves_and_resumes(small_generated, masker, data_helpers, tmp_path):
+    """A mid-stream checkpoint of the iterator restores into a new dataset: the same next batches."""
+    _, files, _ = small_generated
+    iterator = iter(_dynamic(files, masker, data_helpers, seed=5, shuffle_buffer=50))
+    _batches(iterator, 3)
+    path = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    expected = _batches(iterator, 3)
+    resumed = iter(_dynamic(files, masker, data_helpers, seed=5, shuffle_buffer=50))
+    tf.train.Checkpoint(iterator=resumed).restore(path).assert_consumed()
+    for got, want in zip(_batches(resumed, 3), expected):
+        tf.nest.map_structure(np.testing.assert_array_equal, got, want)
+    # A seed reproduces the masks from the start; another seed draws others.
+    first = _batches(iter(_dynamic(files, masker, data_helpers, seed=5, shuffle_buffer=50)), 1)[0]
+    again = _batches(iter(_dynamic(files, masker, data_helpers, seed=5, shuffle_buffer=50)), 1)[0]
+    tf.nest.map_structure(np.testing.assert_array_equal, first, again)
+    other = _batches(iter(_dynamic(files, masker, data_helpers, seed=6, shuffle_buffer=50)), 1)[0]
+    assert not np.array_equal(other[0]["masked_lm_positions"], first[0]["masked_lm_positions"])
+
+
+def test_dynamic_masking_draws_new_masks_every_epoch(small_generated, masker, data_helpers):
+    _, files, _ = small_generated
+    records = sum(1 for _ in tf.data.TFRecordDataset(files[:1]))
+    dataset = _dynamic(files[:1], masker, data_helpers, seed=1, shuffle_buffer=1)
+    seen: dict[bytes, list] = {}
+    for features, labels in dataset.take(2 * records // 16 + 1):
+        merged = {
+            "input_ids": features["input_word_ids"].numpy(),
+            "masked_lm_positions": features["masked_lm_positions"].numpy(),
+            "masked_lm_ids": labels["masked_lm_ids"].numpy(),
+            "masked_lm_weights": labels["masked_lm_weights"].numpy(),
+        }
+        for row, text in enumerate(data_helpers.unmasked_ids(merged)):
+            seen.setdefault(text.tobytes(), []).append(merged["masked_lm_positions"][row].tobytes())
+    twice = [masks for masks in seen.values() if len(masks) >= 2]
+    assert len(twice) > records // 2
+    assert np.mean([masks[0] != masks[1] for masks in twice]) > 0.9
