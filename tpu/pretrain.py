@@ -48,6 +48,7 @@ from absl import app, flags, logging  # noqa: E402
 from keras_bert_lite.atomic import write_text_atomically  # noqa: E402
 from keras_bert_lite.config import PRESETS, BertConfig  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, expand_file_patterns  # noqa: E402
+from keras_bert_lite.data.pretraining_files import check_pretraining_files  # noqa: E402
 from keras_bert_lite.data.pretraining_reader import pretraining_dataset  # noqa: E402
 from keras_bert_lite.models import BertEncoder, BertPretrainer  # noqa: E402
 from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
@@ -207,6 +208,12 @@ def main(argv):
             num_shown=FLAGS.num_examples_to_show, seed=FLAGS.seed))
         vocab_file, train_files = data.vocab_file, data.train_files
     config = model_config(len(load_vocabulary(vocab_file)))
+    try:
+        check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size)
+    except ValueError as e:
+        raise ValueError(f"{e} (--input_files read with --max_seq_length={FLAGS.max_seq_length}, "
+                         f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} and a vocabulary of "
+                         f"{config.vocab_size} tokens)") from None
     policy = precision_policy(FLAGS.mixed_precision, strategy)
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
@@ -232,7 +239,7 @@ def main(argv):
         return pretraining_dataset(
             train_files, FLAGS.train_batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
             dynamic_masking=FLAGS.dynamic_masking, vocabulary=vocab_file if FLAGS.dynamic_masking else None,
-            seed=FLAGS.seed + start_step, input_context=context,
+            seed=FLAGS.seed + start_step, input_context=context, vocab_size=config.vocab_size,
         )
 
     result = run_pretraining(loop, dataset_fn, FLAGS.num_train_steps, output_dir,
@@ -274,7 +281,8 @@ def describe_error(error: Exception) -> str:
     """One line for an error, naming the flag behind input errors TensorFlow raises mid-run."""
     message = (str(error).strip().splitlines() or [type(error).__name__])[0]
     if isinstance(error, tf.errors.DataLossError):
-        return f"--input_files: a file is corrupted or truncated ({message})."
+        return (f"--input_files: a file is corrupted or truncated past its first record, which was checked "
+                f"before training ({message}).")
     if isinstance(error, tf.errors.InvalidArgumentError) and "is not in [0," in message:
         return (f"--input_files hold token ids the model's vocabulary does not have (--vocab_file / "
                 f"--bert_config_file vocab_size): {message}")

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_lite.data.corpora import builtin_documents
+from keras_bert_lite.data.pretraining_writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
 from keras_bert_lite.training import demo_data
 from keras_bert_lite.training.optimization import WarmupLinearDecay
@@ -112,16 +114,53 @@ def test_main_job_learns_and_writes_everything(killed_and_resumed):
         assert (output / name).exists(), name
 
 
-def test_bad_input_is_one_clear_error(tmp_path):
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), f"--input_files={tmp_path}/missing-*.tfrecord",
-         f"--vocab_file={tmp_path}/vocab.txt", f"--output_dir={tmp_path}/out"],
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True, timeout=120,
-    )
-    assert run.returncode == 1
-    errors = [line for line in run.stderr.splitlines() if line.startswith("pretrain.py: error:")]
-    assert errors == [f"pretrain.py: error: Input pattern '{tmp_path}/missing-*.tfrecord' matches no file."]
-    assert "Traceback" not in run.stderr
+def _run(*flags, timeout=180):
+    return subprocess.run([sys.executable, str(SCRIPT), *flags], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _one_error(run) -> str:
+    """The run's single error line (asserting it failed with exactly one and no traceback)."""
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("pretrain.py: error:")]
+    return error
+
+
+@pytest.fixture(scope="module")
+def user_data(tmp_path_factory, real_vocab_file):
+    """TFRecords of 30 stdlib documents at --max_seq_length=32, with the real 30,522-token vocab."""
+    directory = tmp_path_factory.mktemp("user_data")
+    create_pretraining_data(builtin_documents()[:30], real_vocab_file, [str(directory / "train.tfrecord")],
+                            max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1, seed=3)
+    return directory
+
+
+def test_bad_input_is_one_clear_error(tmp_path, user_data, real_vocab_file):
+    error = _one_error(_run(f"--input_files={tmp_path}/missing-*.tfrecord", f"--vocab_file={tmp_path}/vocab.txt",
+                            f"--output_dir={tmp_path}/out"))
+    assert error == f"pretrain.py: error: Input pattern '{tmp_path}/missing-*.tfrecord' matches no file."
+    data = f"--input_files={user_data}/train.tfrecord"
+    error = _one_error(_run(data, f"--vocab_file={real_vocab_file}", "--max_seq_length=64",
+                            f"--output_dir={tmp_path}/out"))
+    assert f"{user_data}/train.tfrecord, record 1: feature input_ids has 32 values, expected 64" in error
+    assert "--max_seq_length=64" in error
+    small_vocab = tmp_path / "small_vocab.txt"
+    small_vocab.write_text("".join(pathlib.Path(real_vocab_file).read_text().splitlines(keepends=True)[:1000]))
+    error = _one_error(_run(data, f"--vocab_file={small_vocab}", "--max_seq_length=32",
+                            "--max_predictions_per_seq=5", f"--output_dir={tmp_path}/out"))
+    assert f"{user_data}/train.tfrecord, record 1: feature input_ids has value" in error and "1000" in error
+    assert not (tmp_path / "out" / "checkpoints").exists()  # all found before training
+
+
+@pytest.mark.slow
+def test_corrupted_data_mid_file_is_one_clear_error(tmp_path, user_data, real_vocab_file):
+    data = (user_data / "train.tfrecord").read_bytes()
+    (tmp_path / "cut.tfrecord").write_bytes(data[: len(data) * 2 // 3])  # the first records stay intact
+    error = _one_error(_run(f"--input_files={tmp_path}/cut.tfrecord", f"--vocab_file={real_vocab_file}",
+                            "--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=4",
+                            "--num_train_steps=2", "--steps_per_loop=1", f"--output_dir={tmp_path}/out"))
+    assert error.startswith("pretrain.py: error: --input_files: a file is corrupted or truncated"), error
 
 
 def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path, jobs):
@@ -145,8 +184,6 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
     for (argv, expected), error in zip(cases.items(), errors):
         assert (error is None) if expected is None else (expected in (error or "")), (argv, error)
     # On the command line: one error, before any data or output is made.
-    run = subprocess.run([sys.executable, str(SCRIPT), "--num_train_steps=20", "--num_warmup_steps=60",
-                          f"--output_dir={tmp_path}/out"], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                         capture_output=True, text=True, timeout=120)
+    run = _run("--num_train_steps=20", "--num_warmup_steps=60", f"--output_dir={tmp_path}/out")
     assert run.returncode == 1 and "--num_warmup_steps=60 must be in [0, --num_train_steps=20]" in run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
