@@ -63,7 +63,7 @@ from keras_bert_lite.training.distribute import (  # noqa: E402
     use_jit_compile,
 )
 from keras_bert_lite.training.optimization import OPTIMIZER_TYPES, create_optimizer  # noqa: E402
-from keras_bert_lite.training.pretraining import CHECKPOINT_SUBDIR, run_pretraining, write_eval_summaries  # noqa: E402
+from keras_bert_lite.training.pretraining import CHECKPOINT_SUBDIR, run_pretraining  # noqa: E402
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -83,9 +83,13 @@ flags.DEFINE_bool("do_lower_case", True, "Built-in corpus: lower-case text (unca
 flags.DEFINE_integer("dupe_factor", 5, "Built-in corpus: passes over the training documents, each with new masks.")
 flags.DEFINE_integer("num_examples_to_show", 4, "Built-in corpus: masked held-out words whose top predictions "
                      "are printed.")
+flags.DEFINE_integer("eval_every_steps", 0, "Built-in corpus: also evaluate on the held-out documents every N steps "
+                     "(TensorBoard summaries/eval, metrics.json evaluations; 0: after the last step only).")
 # Model.
 flags.DEFINE_string("bert_config_file", None, "Google bert_config.json, instead of --model.")
 flags.DEFINE_enum("model", "tiny", PRESETS, "Model preset (its vocab_size is taken from the vocabulary).")
+flags.DEFINE_float("dropout_rate", 0.0, "--model's dropout on hidden layers and attention (BERT: 0.1; a short run "
+                   "learns faster without it).")
 flags.DEFINE_string("init_checkpoint", None, "Initial weights: a checkpoint of this script, a .keras file, or a "
                     "Google BERT checkpoint. Ignored when --output_dir already has checkpoints (resume).")
 # Training.
@@ -118,7 +122,7 @@ flags.DEFINE_integer("keep_checkpoint_max", 3, "Newest checkpoints kept.")
 _POSITIVE = ("train_batch_size", "num_train_steps", "learning_rate", "gradient_accumulation_steps", "steps_per_loop",
              "save_checkpoints_steps", "keep_checkpoint_max", "max_predictions_per_seq", "dupe_factor")
 _BUILTIN_CORPUS_ONLY = ("corpus_packages", "max_documents", "vocab_size", "do_lower_case", "dupe_factor",
-                        "num_examples_to_show")
+                        "num_examples_to_show", "eval_every_steps")
 
 
 def _validator(names, check):
@@ -134,7 +138,7 @@ def _validator(names, check):
 
 for _name in _POSITIVE:
     flags.register_validator(_name, lambda value: value > 0, f"--{_name} must be positive.")
-for _name in ("max_documents", "num_examples_to_show"):
+for _name in ("max_documents", "num_examples_to_show", "eval_every_steps"):
     flags.register_validator(_name, lambda value: value >= 0, f"--{_name} must be >= 0.")
 _validator(["num_train_steps", "num_warmup_steps", "warmup_proportion"], lambda v: (
     f"--num_warmup_steps={v['num_warmup_steps']} must be in [0, --num_train_steps={v['num_train_steps']}]."
@@ -158,9 +162,12 @@ _validator(["input_files", "vocab_file", *_BUILTIN_CORPUS_ONLY], lambda v: (
     + " only apply to the built-in corpus, not to --input_files."
     if v["input_files"] and any(FLAGS[n].present for n in _BUILTIN_CORPUS_ONLY) else
     f"--vocab_size={v['vocab_size']} must be larger than the 5 special tokens." if v["vocab_size"] <= 5 else None))
-_validator(["bert_config_file", "model"], lambda v: (
+_validator(["bert_config_file", "model", "dropout_rate"], lambda v: (
     "--bert_config_file and --model both set; give one of them."
-    if v["bert_config_file"] and FLAGS["model"].present else None))
+    if v["bert_config_file"] and FLAGS["model"].present else
+    "--dropout_rate applies to --model; --bert_config_file has its own dropout."
+    if v["bert_config_file"] and FLAGS["dropout_rate"].present else
+    f"--dropout_rate={v['dropout_rate']} must be in [0, 1)." if not 0 <= v["dropout_rate"] < 1 else None))
 _validator(["strategy", "tpu", "num_gpus", "all_reduce"], lambda v: (
     "--tpu only applies to --strategy=tpu." if v["tpu"] and v["strategy"] != "tpu" else
     "--num_gpus only applies to --strategy=mirrored or one_device."
@@ -177,7 +184,8 @@ def model_config(vocab_size: int) -> BertConfig:
             raise ValueError(f"--bert_config_file {FLAGS.bert_config_file}: vocab_size {config.vocab_size} is "
                              f"smaller than --vocab_file's {vocab_size} tokens.")
     else:
-        config = BertConfig.preset(FLAGS.model, vocab_size=vocab_size)
+        config = BertConfig.preset(FLAGS.model, vocab_size=vocab_size, hidden_dropout_prob=FLAGS.dropout_rate,
+                                   attention_probs_dropout_prob=FLAGS.dropout_rate)
     if FLAGS.max_seq_length > config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's max_position_embeddings "
                          f"{config.max_position_embeddings}.")
@@ -242,28 +250,32 @@ def main(argv):
             seed=FLAGS.seed + start_step, input_context=context, vocab_size=config.vocab_size,
         )
 
+    evaluate_fn = None
+    if data is not None:
+        def evaluate_fn(step: int) -> dict[str, float]:
+            return demo_evaluation.evaluate_heldout(loop, data.heldout_files, FLAGS.max_seq_length,
+                                                    FLAGS.max_predictions_per_seq)
+
     result = run_pretraining(loop, dataset_fn, FLAGS.num_train_steps, output_dir,
                              steps_per_loop=FLAGS.steps_per_loop, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                             keep_checkpoint_max=FLAGS.keep_checkpoint_max)
+                             keep_checkpoint_max=FLAGS.keep_checkpoint_max, evaluate_fn=evaluate_fn,
+                             eval_every_steps=FLAGS.eval_every_steps)
     metrics = dict(train=result, model=config.to_dict(), precision=policy, replicas=strategy.num_replicas_in_sync)
     if data is not None:
-        metrics.update(evaluate(loop, data, result["step"], chief))
+        metrics.update(report(loop.model, data, result["evaluations"][-1], chief))
     if chief:
         metrics["files"] = export_pretrained(pretrainer, output_dir, vocab_file)
         path = write_text_atomically(os.path.join(output_dir, "metrics.json"), json.dumps(metrics, indent=2) + "\n")
         logging.info("Wrote %s.", path)
 
 
-def evaluate(loop: PretrainingLoop, data: demo_data.DemoData, step: int, chief: bool) -> dict:
-    """The main job's held-out evaluation: metrics, baselines and predictions; printed on the chief."""
-    heldout, examples = demo_evaluation.evaluate_heldout(
-        loop, data.heldout_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
+def report(model: BertPretrainer, data: demo_data.DemoData, heldout: dict, chief: bool) -> dict:
+    """The main job's results: held-out metrics, baselines and predictions; printed on the chief."""
     reference = demo_evaluation.baselines(data.train_files, data.heldout_files, FLAGS.max_seq_length,
-                                          FLAGS.max_predictions_per_seq, num_examples=examples)
-    shown = demo_evaluation.predict_masked_words(loop.model, data.vocab_file, data.shown_sentences,
+                                          FLAGS.max_predictions_per_seq, num_examples=heldout["examples"])
+    shown = demo_evaluation.predict_masked_words(model, data.vocab_file, data.shown_sentences,
                                                  FLAGS.max_seq_length, FLAGS.do_lower_case)
     if chief:
-        write_eval_summaries(FLAGS.output_dir, step, heldout)
         print("\n" + demo_evaluation.format_report(heldout, reference, shown, demo_data.SHOWN_RULE) + "\n")
     return dict(heldout=heldout, baseline=reference, corpus=data.corpus, masked_examples=shown)
 

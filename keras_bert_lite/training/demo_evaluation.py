@@ -7,8 +7,8 @@ exactly the held-out examples the model is evaluated on.
 
 Example:
 
-    >>> metrics, examples = evaluate_heldout(loop, data.heldout_files, 64, 10)
-    >>> reference = baselines(data.train_files, data.heldout_files, 64, 10, num_examples=examples)
+    >>> metrics = evaluate_heldout(loop, data.heldout_files, 64, 10)
+    >>> reference = baselines(data.train_files, data.heldout_files, 64, 10, num_examples=metrics["examples"])
     >>> shown = predict_masked_words(loop.model, data.vocab_file, data.shown_sentences, 64)
     >>> print(format_report(metrics, reference, shown, SHOWN_RULE))
 """
@@ -30,9 +30,7 @@ TOP_K = 5
 _READ_BATCH = 1024
 
 
-def evaluate_heldout(
-    loop, heldout_files: str, seq_length: int, max_predictions_per_seq: int
-) -> tuple[dict[str, float], int]:
+def evaluate_heldout(loop, heldout_files: str, seq_length: int, max_predictions_per_seq: int) -> dict[str, float]:
     """Evaluates `loop.model` on the held-out TFRecords, in whole global batches.
 
     Args:
@@ -41,8 +39,8 @@ def evaluate_heldout(
         seq_length, max_predictions_per_seq: what the files were written with.
 
     Returns:
-        (`PretrainingLoop.evaluate` metrics, number of examples evaluated: the first ones, in
-        file order; a last partial batch is left out).
+        `PretrainingLoop.evaluate`'s metrics and `examples`, the number of examples evaluated:
+        the first ones, in file order (a last partial batch is left out).
 
     Raises:
         ValueError: the held-out data has fewer examples than one global batch.
@@ -55,7 +53,7 @@ def evaluate_heldout(
     iterator = iter(loop.distribute(lambda context: pretraining_dataset(
         heldout_files, loop.global_batch_size, seq_length, max_predictions_per_seq, is_training=False,
         input_context=context)))
-    return loop.evaluate(iterator, steps), steps * loop.global_batch_size
+    return dict(loop.evaluate(iterator, steps), examples=steps * loop.global_batch_size)
 
 
 def label_counts(

@@ -59,7 +59,8 @@ def test_baselines_count_labels_of_the_evaluated_examples(data):
 
 
 def test_heldout_top5_accuracy_matches_the_model_outputs(data, loop):
-    metrics, examples = demo_evaluation.evaluate_heldout(loop, data.heldout_files, SEQ, PREDICTIONS)
+    metrics = demo_evaluation.evaluate_heldout(loop, data.heldout_files, SEQ, PREDICTIONS)
+    examples = metrics["examples"]
     features, labels = _read(data.heldout_files, examples)
     assert examples == len(labels["masked_lm_ids"]) - len(labels["masked_lm_ids"]) % BATCH > 0
     logits = np.concatenate([loop.model({k: v[i: i + BATCH] for k, v in features.items()})["mlm_logits"].numpy()

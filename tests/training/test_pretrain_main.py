@@ -1,4 +1,5 @@
-"""tpu/pretrain.py's main job, shortened by flags: killed with SIGKILL mid-way, resumed, and learning."""
+"""tpu/pretrain.py: the main job, shortened by flags (with dynamic masking), killed with SIGKILL mid-way,
+resumed and learning; flag checks; bad input as one error line."""
 
 import json
 import os
@@ -25,7 +26,7 @@ FLAGS = [
     "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
     "--train_batch_size=32", f"--num_train_steps={STEPS}", f"--num_warmup_steps={WARMUP}",
     f"--learning_rate={LEARNING_RATE}", "--steps_per_loop=25", f"--save_checkpoints_steps={SAVE_EVERY}",
-    "--num_examples_to_show=2",
+    "--num_examples_to_show=2", "--dynamic_masking",
 ]
 KILL_AFTER = 2 * SAVE_EVERY
 TIMEOUT = 400
@@ -108,6 +109,7 @@ def test_main_job_learns_and_writes_everything(killed_and_resumed):
     vocab = (output / "vocab.txt").read_text().split("\n")
     config = json.loads((output / "bert_config.json").read_text())
     assert config["vocab_size"] == len([t for t in vocab if t]) and config["hidden_size"] == 128
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.0
     encoder = keras.saving.load_model(output / "encoder.keras")
     assert isinstance(encoder, BertEncoder) and encoder.config.vocab_size == config["vocab_size"]
     for name in ("pretrainer.keras", "data/manifest.json", "data/heldout.tfrecord"):
@@ -176,6 +178,8 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--input_files=x.tfrecord --vocab_file=v.txt --dupe_factor=3 --max_documents=9":
             "--max_documents --dupe_factor only apply to the built-in corpus",
         "--bert_config_file=c.json --model=mini": "--bert_config_file and --model both set",
+        "--bert_config_file=c.json --dropout_rate=0.1": "--dropout_rate applies to --model",
+        "--dropout_rate=1": "--dropout_rate=1.0 must be in [0, 1)",
         "--tpu=local": "--tpu only applies to --strategy=tpu",
         "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
         "--num_train_steps=0": "--num_train_steps must be positive",

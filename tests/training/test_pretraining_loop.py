@@ -20,7 +20,6 @@ from keras_bert_lite.training.pretraining import (
     CHECKPOINT_SUBDIR,
     EVAL_SUMMARY_SUBDIR,
     run_pretraining,
-    write_eval_summaries,
 )
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop, global_batch_shares
 
@@ -178,14 +177,27 @@ def test_init_checkpoint_formats(jobs, tmp_path):
         restore_model_weights(target, str(tmp_path / "missing.keras"))
 
 
-def test_result_has_the_last_learning_rate_and_eval_scalars_go_to_tensorboard(jobs, tmp_path):
+def test_periodic_evaluation_and_the_last_learning_rate(jobs, tmp_path):
     loop = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    evaluated = []
+
+    def evaluate_fn(step):
+        evaluated.append(int(loop.global_step.numpy()))
+        return {"mlm_accuracy": step / 10, "examples": 8.0}
+
     result = run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), num_train_steps=6,
-                             model_dir=str(tmp_path), steps_per_loop=3, save_checkpoints_steps=6, progress=False)
-    # Step 6 runs at the schedule's value for iteration 5 (not the mean over the last loop's steps 4-6).
-    assert result["learning_rate"] == pytest.approx(float(WarmupLinearDecay(1e-2, 6, 2)(5)), rel=1e-6)
-    write_eval_summaries(str(tmp_path), 6, {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75})
+                             model_dir=str(tmp_path), steps_per_loop=3, save_checkpoints_steps=6, progress=False,
+                             evaluate_fn=evaluate_fn, eval_every_steps=4)
+    # Loops are cut to land on the evaluation steps; the last step is always evaluated.
+    assert evaluated == [4, 6] and [e["step"] for e in result["evaluations"]] == [4, 6]
+    assert 0 < result["evaluations"][0]["train_seconds"] < result["evaluations"][1]["train_seconds"]
+    assert result["evaluations"][1]["mlm_accuracy"] == 0.6
     (events,) = (tmp_path / EVAL_SUMMARY_SUBDIR).glob("events.out.tfevents.*")
     scalars = {(v.tag, e.step): float(tf.make_ndarray(v.tensor))
                for e in tf.compat.v1.train.summary_iterator(str(events)) for v in e.summary.value}
-    assert scalars == {("mlm_accuracy", 6): 0.25, ("nsp_accuracy", 6): 0.75}
+    assert scalars == {("mlm_accuracy", 4): pytest.approx(0.4), ("mlm_accuracy", 6): pytest.approx(0.6),
+                       ("examples", 4): 8.0, ("examples", 6): 8.0}
+    # Step 6 runs at the schedule's value for iteration 5 (not the mean over the last loop's steps 5-6).
+    assert result["learning_rate"] == pytest.approx(float(WarmupLinearDecay(1e-2, 6, 2)(5)), rel=1e-6)
+    with pytest.raises(ValueError, match="eval_every_steps must be >= 0"):
+        run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), 6, str(tmp_path), eval_every_steps=-1)
