@@ -83,8 +83,8 @@ flags.DEFINE_bool("do_lower_case", True, "Built-in corpus: lower-case text (unca
 flags.DEFINE_integer("dupe_factor", 5, "Built-in corpus: passes over the training documents, each with new masks.")
 flags.DEFINE_integer("num_examples_to_show", 4, "Built-in corpus: masked held-out words whose top predictions "
                      "are printed.")
-flags.DEFINE_integer("eval_every_steps", 0, "Built-in corpus: also evaluate on the held-out documents every N steps "
-                     "(TensorBoard summaries/eval, metrics.json evaluations; 0: after the last step only).")
+flags.DEFINE_integer("eval_every_steps", 1000, "Built-in corpus: evaluate on the held-out documents every N steps "
+                     "and after the last (TensorBoard summaries/eval, metrics.json; 0: after the last step only).")
 # Model.
 flags.DEFINE_string("bert_config_file", None, "Google bert_config.json, instead of --model.")
 flags.DEFINE_enum("model", "tiny", PRESETS, "Model preset (its vocab_size is taken from the vocabulary).")
@@ -262,21 +262,23 @@ def main(argv):
                              eval_every_steps=FLAGS.eval_every_steps)
     metrics = dict(train=result, model=config.to_dict(), precision=policy, replicas=strategy.num_replicas_in_sync)
     if data is not None:
-        metrics.update(report(loop.model, data, result["evaluations"][-1], chief))
+        metrics.update(report(loop.model, data, result["evaluations"], chief))
     if chief:
         metrics["files"] = export_pretrained(pretrainer, output_dir, vocab_file)
         path = write_text_atomically(os.path.join(output_dir, "metrics.json"), json.dumps(metrics, indent=2) + "\n")
         logging.info("Wrote %s.", path)
 
 
-def report(model: BertPretrainer, data: demo_data.DemoData, heldout: dict, chief: bool) -> dict:
+def report(model: BertPretrainer, data: demo_data.DemoData, evaluations: list[dict], chief: bool) -> dict:
     """The main job's results: held-out metrics, baselines and predictions; printed on the chief."""
+    heldout = evaluations[-1]
     reference = demo_evaluation.baselines(data.train_files, data.heldout_files, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq, num_examples=heldout["examples"])
     shown = demo_evaluation.predict_masked_words(model, data.vocab_file, data.shown_sentences,
                                                  FLAGS.max_seq_length, FLAGS.do_lower_case)
     if chief:
-        print("\n" + demo_evaluation.format_report(heldout, reference, shown, demo_data.SHOWN_RULE) + "\n")
+        text = demo_evaluation.format_report(heldout, reference, shown, demo_data.SHOWN_RULE, evaluations)
+        print(f"\n{text}\n")
     return dict(heldout=heldout, baseline=reference, corpus=data.corpus, masked_examples=shown)
 
 

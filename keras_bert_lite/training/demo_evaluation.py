@@ -172,7 +172,9 @@ def predict_masked_words(
     return shown
 
 
-def format_report(metrics: dict, reference: dict, shown: Sequence[dict], rule: str) -> str:
+def format_report(
+    metrics: dict, reference: dict, shown: Sequence[dict], rule: str, curve: Sequence[dict] = ()
+) -> str:
     """The printout of the main job: held-out accuracies next to baselines, then predictions.
 
     Args:
@@ -180,11 +182,19 @@ def format_report(metrics: dict, reference: dict, shown: Sequence[dict], rule: s
         reference: `baselines` of the same held-out examples.
         shown: `predict_masked_words` results.
         rule: how the shown sentences were chosen (printed with them).
+        curve: earlier evaluations of the run (`run_pretraining`'s `evaluations`: `step`,
+            `train_seconds`, `mlm_accuracy`), printed as the learning curve when there are two
+            or more.
 
     Returns:
         The report (str, several lines).
     """
-    lines = [
+    lines = []
+    if len(curve) > 1:
+        points = ", ".join(f"{e['mlm_accuracy']:.3f} at step {e['step']} ({e['train_seconds'] / 60:.1f} min)"
+                           for e in curve)
+        lines += [f"Held-out MLM accuracy during training: {points}.", ""]
+    lines += [
         f"Held-out documents: {reference['examples']} examples, {reference['masked_tokens']} masked tokens "
         "(never trained on).",
         f"  {'':24}{'model':>8}  baseline",

@@ -95,3 +95,10 @@ def test_predictions_for_the_shown_words(data, loop):
         shown, demo_data.SHOWN_RULE)
     assert re.search(r"MLM accuracy \(top-5\) +0\.5000 +0\.2000", report) and demo_data.SHOWN_RULE in report
     assert report.count("answer: ") == 3
+    curve = [dict(step=1000, train_seconds=30.0, mlm_accuracy=0.1), dict(step=2000, train_seconds=60.0, mlm_accuracy=0.3)]
+    with_curve = demo_evaluation.format_report(
+        dict(mlm_accuracy=0.3, mlm_top5_accuracy=0.5, nsp_accuracy=0.8, mlm_loss=3.0, nsp_loss=0.4),
+        dict(mlm_accuracy=0.06, mlm_top5_accuracy=0.2, nsp_accuracy=0.5, examples=32, masked_tokens=150),
+        shown, demo_data.SHOWN_RULE, curve)
+    assert with_curve.startswith("Held-out MLM accuracy during training: 0.100 at step 1000 (0.5 min), "
+                                 "0.300 at step 2000 (1.0 min).\n") and with_curve.endswith(report)
