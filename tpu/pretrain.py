@@ -69,8 +69,8 @@ from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E
 FLAGS = flags.FLAGS
 
 # Input.
-flags.DEFINE_string("input_files", None, "Pre-training TFRecords in the original BERT format: globs, comma-separated. "
-                    "Default: the main job's data, built from the built-in corpus.")
+flags.DEFINE_string("input_files", None, "Pre-training TFRecords in the original BERT format: globs, "
+                    "comma-separated. Default: the main job's data, built from the built-in corpus.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (required with --input_files; learned from the "
                     "built-in corpus otherwise).")
 flags.DEFINE_bool("dynamic_masking", False, "Draw new masks every time an example is read.")
@@ -80,29 +80,34 @@ flags.DEFINE_list("corpus_packages", list(DEPENDENCY_PACKAGES), "Built-in corpus
 flags.DEFINE_integer("max_documents", 0, "Built-in corpus: use only the first N documents (0: all).")
 flags.DEFINE_integer("vocab_size", 2000, "Built-in corpus: size of the vocabulary learned from it.")
 flags.DEFINE_bool("do_lower_case", True, "Built-in corpus: lower-case text (uncased vocabulary).")
-flags.DEFINE_integer("dupe_factor", 5, "Built-in corpus: passes over the training documents, each with new masks.")
-flags.DEFINE_integer("num_examples_to_show", 4, "Built-in corpus: masked held-out words whose top predictions "
-                     "are printed.")
-flags.DEFINE_integer("eval_every_steps", 1000, "Built-in corpus: evaluate on the held-out documents every N steps "
-                     "and after the last (TensorBoard summaries/eval, metrics.json; 0: after the last step only).")
+flags.DEFINE_integer("dupe_factor", 5, "Built-in corpus: passes over the training documents, each with new "
+                     "masks.")
+flags.DEFINE_integer("num_examples_to_show", 4, "Built-in corpus: masked held-out words whose top "
+                     "predictions are printed.")
+flags.DEFINE_integer("eval_every_steps", 1000, "Built-in corpus: evaluate on the held-out documents every N "
+                     "steps and after the last (TensorBoard summaries/eval, metrics.json; 0: the last only).")
 # Model.
 flags.DEFINE_string("bert_config_file", None, "Google bert_config.json, instead of --model.")
 flags.DEFINE_enum("model", "tiny", PRESETS, "Model preset (its vocab_size is taken from the vocabulary).")
-flags.DEFINE_float("dropout_rate", 0.0, "--model's dropout on hidden layers and attention (BERT: 0.1; a short run "
-                   "learns faster without it).")
-flags.DEFINE_string("init_checkpoint", None, "Initial weights: a checkpoint of this script, a .keras file, or a "
-                    "Google BERT checkpoint. Ignored when --output_dir already has checkpoints (resume).")
+flags.DEFINE_float("dropout_rate", 0.0, "--model's dropout on hidden layers and attention (BERT: 0.1; a "
+                   "short run learns faster without it).")
+flags.DEFINE_string("init_checkpoint", None, "Initial weights: a checkpoint of this script, a .keras file, "
+                    "or a Google BERT checkpoint. Ignored when --output_dir has checkpoints (resume).")
 # Training.
-flags.DEFINE_integer("max_seq_length", 64, "Tokens per example (as the data was written with; BERT: 128, then 512).")
-flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per example (as the data was written with).")
+flags.DEFINE_integer("max_seq_length", 64, "Tokens per example, as the data was written with (BERT: 128, "
+                     "then 512).")
+flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per example, as the data was written "
+                     "with.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size (over all replicas and accumulation steps).")
 flags.DEFINE_integer("num_train_steps", 5000, "Optimizer steps.")
-flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps (default: --warmup_proportion of the steps).")
-flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warmup, unless --num_warmup_steps.")
+flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps (default: --warmup_proportion of the "
+                     "steps).")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warmup, unless "
+                   "--num_warmup_steps.")
 flags.DEFINE_float("learning_rate", 2e-3, "Peak learning rate (BERT-base: 1e-4 at batch 256).")
 flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_TYPES, "AdamW (BERT) or LAMB (large batches).")
-flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step; the update equals one step on "
-                     "the whole global batch.")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step; the update equals one step "
+                     "on the whole global batch.")
 flags.DEFINE_integer("seed", 12345, "Seed of weights, data creation and shuffling.")
 # Devices.
 flags.DEFINE_enum("strategy", "default", STRATEGIES, "Distribution strategy.")
@@ -110,70 +115,114 @@ flags.DEFINE_string("tpu", None, "TPU name, 'local' on a TPU VM, or grpc://host:
 flags.DEFINE_integer("num_gpus", None, "Local GPUs for --strategy=mirrored/one_device (default: all).")
 flags.DEFINE_enum("all_reduce", "auto", ["auto", "ring", "nccl"], "Collective for --strategy=multi_worker.")
 flags.DEFINE_enum("mixed_precision", "auto", PRECISIONS, "Compute dtype; auto: mixed_bfloat16 on TPU, "
-                  "mixed_float16 (with loss scaling) on GPU, float32 on CPU. LayerNorm and softmax stay float32.")
-flags.DEFINE_enum("jit_compile", "auto", JIT_SETTINGS, "XLA for the training step; auto: on for GPUs (TPUs always "
-                  "compile), off on CPUs, where it measured no faster (benchmarks/).")
+                  "mixed_float16 (with loss scaling) on GPU, float32 on CPU. LayerNorm and softmax stay "
+                  "float32.")
+flags.DEFINE_enum("jit_compile", "auto", JIT_SETTINGS, "XLA for the training step; auto: on for GPUs (TPUs "
+                  "always compile), off on CPUs, where it measured no faster (benchmarks/).")
 flags.DEFINE_integer("steps_per_loop", 50, "Steps per tf.function call (one host round trip; 1000 on TPUs).")
 # Output.
 flags.DEFINE_string("output_dir", "output/pretrain", "Everything is written here; rerun to resume.")
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint interval in steps.")
 flags.DEFINE_integer("keep_checkpoint_max", 3, "Newest checkpoints kept.")
 
-_POSITIVE = ("train_batch_size", "num_train_steps", "learning_rate", "gradient_accumulation_steps", "steps_per_loop",
-             "save_checkpoints_steps", "keep_checkpoint_max", "max_predictions_per_seq", "dupe_factor")
+_POSITIVE = ("train_batch_size", "num_train_steps", "learning_rate", "gradient_accumulation_steps",
+             "steps_per_loop", "save_checkpoints_steps", "keep_checkpoint_max", "max_predictions_per_seq",
+             "dupe_factor")
+_NOT_NEGATIVE = ("max_documents", "num_examples_to_show", "eval_every_steps")
 _BUILTIN_CORPUS_ONLY = ("corpus_packages", "max_documents", "vocab_size", "do_lower_case", "dupe_factor",
                         "num_examples_to_show", "eval_every_steps")
 
-
-def _validator(names, check):
-    """Registers `check(values)` (a message or None) to run on the parsed flags, before `main`."""
-    def validate(values):
-        message = check(values)
-        if message:
-            raise flags.ValidationError(message)
-        return True
-
-    flags.register_multi_flags_validator(list(names), validate)
-
-
 for _name in _POSITIVE:
     flags.register_validator(_name, lambda value: value > 0, f"--{_name} must be positive.")
-for _name in ("max_documents", "num_examples_to_show", "eval_every_steps"):
+for _name in _NOT_NEGATIVE:
     flags.register_validator(_name, lambda value: value >= 0, f"--{_name} must be >= 0.")
-_validator(["num_train_steps", "num_warmup_steps", "warmup_proportion"], lambda v: (
-    f"--num_warmup_steps={v['num_warmup_steps']} must be in [0, --num_train_steps={v['num_train_steps']}]."
-    if v["num_warmup_steps"] is not None and not 0 <= v["num_warmup_steps"] <= v["num_train_steps"] else
-    "--num_warmup_steps and --warmup_proportion both set; give one of them."
-    if v["num_warmup_steps"] is not None and FLAGS["warmup_proportion"].present else
-    f"--warmup_proportion={v['warmup_proportion']} must be in [0, 1]."
-    if not 0 <= v["warmup_proportion"] <= 1 else None))
-_validator(["train_batch_size", "gradient_accumulation_steps"], lambda v: (
-    f"--train_batch_size={v['train_batch_size']} must be a multiple of --gradient_accumulation_steps="
-    f"{v['gradient_accumulation_steps']}." if v["train_batch_size"] % max(1, v["gradient_accumulation_steps"]) else None))
-_validator(["max_seq_length", "max_predictions_per_seq"], lambda v: (
-    f"--max_seq_length={v['max_seq_length']} must be at least 5 ([CLS] A [SEP] B [SEP])."
-    if v["max_seq_length"] < 5 else
-    f"--max_predictions_per_seq={v['max_predictions_per_seq']} must be at most --max_seq_length="
-    f"{v['max_seq_length']}." if v["max_predictions_per_seq"] > v["max_seq_length"] else None))
-_validator(["input_files", "vocab_file", *_BUILTIN_CORPUS_ONLY], lambda v: (
-    "--input_files needs --vocab_file (the vocabulary the data was written with)."
-    if v["input_files"] and not v["vocab_file"] else
-    "--" + " --".join(n for n in _BUILTIN_CORPUS_ONLY if FLAGS[n].present)
-    + " only apply to the built-in corpus, not to --input_files."
-    if v["input_files"] and any(FLAGS[n].present for n in _BUILTIN_CORPUS_ONLY) else
-    f"--vocab_size={v['vocab_size']} must be larger than the 5 special tokens." if v["vocab_size"] <= 5 else None))
-_validator(["bert_config_file", "model", "dropout_rate"], lambda v: (
-    "--bert_config_file and --model both set; give one of them."
-    if v["bert_config_file"] and FLAGS["model"].present else
-    "--dropout_rate applies to --model; --bert_config_file has its own dropout."
-    if v["bert_config_file"] and FLAGS["dropout_rate"].present else
-    f"--dropout_rate={v['dropout_rate']} must be in [0, 1)." if not 0 <= v["dropout_rate"] < 1 else None))
-_validator(["strategy", "tpu", "num_gpus", "all_reduce"], lambda v: (
-    "--tpu only applies to --strategy=tpu." if v["tpu"] and v["strategy"] != "tpu" else
-    "--num_gpus only applies to --strategy=mirrored or one_device."
-    if v["num_gpus"] is not None and v["strategy"] not in ("mirrored", "one_device") else
-    "--all_reduce only applies to --strategy=multi_worker."
-    if FLAGS["all_reduce"].present and v["strategy"] != "multi_worker" else None))
+
+
+def _checks(*names: str):
+    """Registers the decorated function as an absl validator of `names`, run on the parsed flags
+    before `main`: it gets their values and returns what is wrong with them, or None."""
+
+    def register(check):
+        def validate(values: dict) -> bool:
+            problem = check(values)
+            if problem:
+                raise flags.ValidationError(problem)
+            return True
+
+        flags.register_multi_flags_validator(list(names), validate)
+        return check
+
+    return register
+
+
+def _given(name: str) -> bool:
+    return FLAGS[name].present > 0
+
+
+@_checks("num_train_steps", "num_warmup_steps", "warmup_proportion")
+def _warmup_problem(v: dict) -> str | None:
+    if v["num_warmup_steps"] is not None:
+        if not 0 <= v["num_warmup_steps"] <= v["num_train_steps"]:
+            return (f"--num_warmup_steps={v['num_warmup_steps']} must be in [0, "
+                    f"--num_train_steps={v['num_train_steps']}].")
+        if _given("warmup_proportion"):
+            return "--num_warmup_steps and --warmup_proportion both set; give one of them."
+    if not 0 <= v["warmup_proportion"] <= 1:
+        return f"--warmup_proportion={v['warmup_proportion']} must be in [0, 1]."
+    return None
+
+
+@_checks("train_batch_size", "gradient_accumulation_steps")
+def _batch_problem(v: dict) -> str | None:
+    if v["train_batch_size"] % max(1, v["gradient_accumulation_steps"]):
+        return (f"--train_batch_size={v['train_batch_size']} must be a multiple of "
+                f"--gradient_accumulation_steps={v['gradient_accumulation_steps']}.")
+    return None
+
+
+@_checks("max_seq_length", "max_predictions_per_seq")
+def _length_problem(v: dict) -> str | None:
+    if v["max_seq_length"] < 5:
+        return f"--max_seq_length={v['max_seq_length']} must be at least 5 ([CLS] A [SEP] B [SEP])."
+    if v["max_predictions_per_seq"] > v["max_seq_length"]:
+        return (f"--max_predictions_per_seq={v['max_predictions_per_seq']} must be at most "
+                f"--max_seq_length={v['max_seq_length']}.")
+    return None
+
+
+@_checks("input_files", "vocab_file", *_BUILTIN_CORPUS_ONLY)
+def _input_problem(v: dict) -> str | None:
+    if v["input_files"]:
+        if not v["vocab_file"]:
+            return "--input_files needs --vocab_file (the vocabulary the data was written with)."
+        given = [f"--{name}" for name in _BUILTIN_CORPUS_ONLY if _given(name)]
+        if given:
+            return f"{' '.join(given)} only apply to the built-in corpus, not to --input_files."
+    if v["vocab_size"] <= 5:
+        return f"--vocab_size={v['vocab_size']} must be larger than the 5 special tokens."
+    return None
+
+
+@_checks("bert_config_file", "model", "dropout_rate")
+def _model_problem(v: dict) -> str | None:
+    if v["bert_config_file"] and _given("model"):
+        return "--bert_config_file and --model both set; give one of them."
+    if v["bert_config_file"] and _given("dropout_rate"):
+        return "--dropout_rate applies to --model; --bert_config_file has its own dropout."
+    if not 0 <= v["dropout_rate"] < 1:
+        return f"--dropout_rate={v['dropout_rate']} must be in [0, 1)."
+    return None
+
+
+@_checks("strategy", "tpu", "num_gpus", "all_reduce")
+def _device_problem(v: dict) -> str | None:
+    if v["tpu"] and v["strategy"] != "tpu":
+        return "--tpu only applies to --strategy=tpu."
+    if v["num_gpus"] is not None and v["strategy"] not in ("mirrored", "one_device"):
+        return "--num_gpus only applies to --strategy=mirrored or one_device."
+    if _given("all_reduce") and v["strategy"] != "multi_worker":
+        return "--all_reduce only applies to --strategy=multi_worker."
+    return None
 
 
 def model_config(vocab_size: int) -> BertConfig:
@@ -181,14 +230,14 @@ def model_config(vocab_size: int) -> BertConfig:
     if FLAGS.bert_config_file:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
         if config.vocab_size < vocab_size:
-            raise ValueError(f"--bert_config_file {FLAGS.bert_config_file}: vocab_size {config.vocab_size} is "
-                             f"smaller than --vocab_file's {vocab_size} tokens.")
+            raise ValueError(f"--bert_config_file {FLAGS.bert_config_file}: vocab_size {config.vocab_size} "
+                             f"is smaller than --vocab_file's {vocab_size} tokens.")
     else:
         config = BertConfig.preset(FLAGS.model, vocab_size=vocab_size, hidden_dropout_prob=FLAGS.dropout_rate,
                                    attention_probs_dropout_prob=FLAGS.dropout_rate)
     if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's max_position_embeddings "
-                         f"{config.max_position_embeddings}.")
+        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's "
+                         f"max_position_embeddings {config.max_position_embeddings}.")
     return config
 
 
@@ -198,30 +247,71 @@ def main(argv):
     # The strategy comes first: multi-worker and TPU set-up must precede every other TF op.
     strategy = get_strategy(FLAGS.strategy, tpu_address=FLAGS.tpu, num_gpus=FLAGS.num_gpus,
                             all_reduce=FLAGS.all_reduce)
-    split = strategy.num_replicas_in_sync * FLAGS.gradient_accumulation_steps
-    if FLAGS.train_batch_size % split:
+    if FLAGS.train_batch_size % (strategy.num_replicas_in_sync * FLAGS.gradient_accumulation_steps):
         raise ValueError(f"--train_batch_size={FLAGS.train_batch_size} must be a multiple of the "
                          f"{strategy.num_replicas_in_sync} replica(s) x --gradient_accumulation_steps.")
-    chief = strategy.extended.should_checkpoint
-    output_dir = FLAGS.output_dir
     data = None
     if FLAGS.input_files:
         expand_file_patterns(FLAGS.input_files)  # fails now, naming the pattern, if one matches nothing
         vocab_file, train_files = FLAGS.vocab_file, FLAGS.input_files
     else:
-        data = demo_data.build_demo_data(output_dir, demo_data.DemoDataSettings(
-            packages=tuple(FLAGS.corpus_packages), max_documents=FLAGS.max_documents, vocab_size=FLAGS.vocab_size,
-            vocab_file=FLAGS.vocab_file, lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
-            num_shown=FLAGS.num_examples_to_show, seed=FLAGS.seed))
+        data = build_main_job_data()
         vocab_file, train_files = data.vocab_file, data.train_files
     config = model_config(len(load_vocabulary(vocab_file)))
+    check_input_files(train_files, config.vocab_size)
+    loop = build_loop(strategy, config)
+
+    def dataset_fn(context: tf.distribute.InputContext, start_step: int) -> tf.data.Dataset:
+        return pretraining_dataset(
+            train_files, FLAGS.train_batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+            dynamic_masking=FLAGS.dynamic_masking, vocabulary=vocab_file if FLAGS.dynamic_masking else None,
+            seed=FLAGS.seed + start_step, input_context=context, vocab_size=config.vocab_size,
+        )
+
+    def evaluate_fn(step: int) -> dict[str, float]:
+        return demo_evaluation.evaluate_heldout(loop, data.heldout_files, FLAGS.max_seq_length,
+                                                FLAGS.max_predictions_per_seq)
+
+    result = run_pretraining(
+        loop, dataset_fn, FLAGS.num_train_steps, FLAGS.output_dir, steps_per_loop=FLAGS.steps_per_loop,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        evaluate_fn=evaluate_fn if data else None, eval_every_steps=FLAGS.eval_every_steps,
+    )
+    chief = strategy.extended.should_checkpoint
+    metrics = dict(train=result, model=config.to_dict(), replicas=strategy.num_replicas_in_sync,
+                   precision=keras.config.dtype_policy().name)
+    if data is not None:
+        metrics.update(report(loop.model, data, result["evaluations"], chief))
+    if chief:
+        metrics["files"] = export_pretrained(loop.model, FLAGS.output_dir, vocab_file)
+        path = os.path.join(FLAGS.output_dir, "metrics.json")
+        write_text_atomically(path, json.dumps(metrics, indent=2) + "\n")
+        logging.info("Wrote %s.", path)
+
+
+def build_main_job_data() -> demo_data.DemoData:
+    """The main job's vocabulary and TFRecords from the built-in corpus (reused when present)."""
+    return demo_data.build_demo_data(FLAGS.output_dir, demo_data.DemoDataSettings(
+        packages=tuple(FLAGS.corpus_packages), max_documents=FLAGS.max_documents, vocab_size=FLAGS.vocab_size,
+        vocab_file=FLAGS.vocab_file, lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
+        num_shown=FLAGS.num_examples_to_show, seed=FLAGS.seed,
+    ))
+
+
+def check_input_files(train_files: str, vocab_size: int) -> None:
+    """The first record of every training file against the length flags and the vocabulary."""
     try:
-        check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size)
+        check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
     except ValueError as e:
-        raise ValueError(f"{e} (--input_files read with --max_seq_length={FLAGS.max_seq_length}, "
+        source = "--input_files" if FLAGS.input_files else "the main job's data"
+        raise ValueError(f"{e} ({source} read with --max_seq_length={FLAGS.max_seq_length}, "
                          f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} and a vocabulary of "
-                         f"{config.vocab_size} tokens)") from None
+                         f"{vocab_size} tokens)") from None
+
+
+def build_loop(strategy: tf.distribute.Strategy, config: BertConfig) -> PretrainingLoop:
+    """The pretrainer, BERT's optimizer (warmup, precision from the flags) and the loop, under `strategy`."""
     policy = precision_policy(FLAGS.mixed_precision, strategy)
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
@@ -237,36 +327,12 @@ def main(argv):
                                      optimizer_type=FLAGS.optimizer)
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(output_dir, CHECKPOINT_SUBDIR)):
+    if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(FLAGS.output_dir, CHECKPOINT_SUBDIR)):
         kind = restore_model_weights(pretrainer, FLAGS.init_checkpoint)
         logging.info("Initialised from %s (%s).", FLAGS.init_checkpoint, kind)
-    loop = PretrainingLoop(strategy, pretrainer, optimizer, FLAGS.train_batch_size,
-                           gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, jit_compile=jit_compile)
-
-    def dataset_fn(context: tf.distribute.InputContext, start_step: int) -> tf.data.Dataset:
-        return pretraining_dataset(
-            train_files, FLAGS.train_batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
-            dynamic_masking=FLAGS.dynamic_masking, vocabulary=vocab_file if FLAGS.dynamic_masking else None,
-            seed=FLAGS.seed + start_step, input_context=context, vocab_size=config.vocab_size,
-        )
-
-    evaluate_fn = None
-    if data is not None:
-        def evaluate_fn(step: int) -> dict[str, float]:
-            return demo_evaluation.evaluate_heldout(loop, data.heldout_files, FLAGS.max_seq_length,
-                                                    FLAGS.max_predictions_per_seq)
-
-    result = run_pretraining(loop, dataset_fn, FLAGS.num_train_steps, output_dir,
-                             steps_per_loop=FLAGS.steps_per_loop, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                             keep_checkpoint_max=FLAGS.keep_checkpoint_max, evaluate_fn=evaluate_fn,
-                             eval_every_steps=FLAGS.eval_every_steps)
-    metrics = dict(train=result, model=config.to_dict(), precision=policy, replicas=strategy.num_replicas_in_sync)
-    if data is not None:
-        metrics.update(report(loop.model, data, result["evaluations"], chief))
-    if chief:
-        metrics["files"] = export_pretrained(pretrainer, output_dir, vocab_file)
-        path = write_text_atomically(os.path.join(output_dir, "metrics.json"), json.dumps(metrics, indent=2) + "\n")
-        logging.info("Wrote %s.", path)
+    return PretrainingLoop(strategy, pretrainer, optimizer, FLAGS.train_batch_size,
+                           gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+                           jit_compile=jit_compile)
 
 
 def report(model: BertPretrainer, data: demo_data.DemoData, evaluations: list[dict], chief: bool) -> dict:

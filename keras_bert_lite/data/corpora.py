@@ -40,7 +40,9 @@ DEPENDENCY_PACKAGES = (
 
 # Folders left out of the built-in corpus (test suites and demo programs), in the standard
 # library and inside packages; files named like tests are left out too.
-_EXCLUDED_MODULES = frozenset({"test", "tests", "testing", "testdata", "idle_test", "idlelib", "turtledemo", "this"})
+_EXCLUDED_MODULES = frozenset(
+    {"test", "tests", "testing", "testdata", "idle_test", "idlelib", "turtledemo", "this"}
+)
 
 _SENTENCE_END = (".", "!", "?", ":")
 
@@ -169,7 +171,7 @@ def _python_files(directory: str, skip_private: bool) -> list[str]:
         )
         paths += [
             os.path.join(folder, f) for f in sorted(files)
-            if f.endswith(".py") and not f.startswith("test_") and not f.endswith("_test.py") and f != "conftest.py"
+            if f.endswith(".py") and not f.startswith("test_") and not f.endswith(("_test.py", "conftest.py"))
         ]
     return paths
 

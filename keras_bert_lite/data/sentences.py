@@ -74,7 +74,7 @@ def docstring_paragraphs(text: str) -> str:
     lines = []
     for line in text.split("\n"):
         stripped = line.strip()
-        if _SECTION_HEADER.fullmatch(stripped) or _RULE.fullmatch(stripped) or _NUMPY_PARAMETER.fullmatch(stripped):
+        if any(pattern.fullmatch(stripped) for pattern in (_SECTION_HEADER, _RULE, _NUMPY_PARAMETER)):
             lines.append("")
             continue
         entry = _GOOGLE_ENTRY.match(line)

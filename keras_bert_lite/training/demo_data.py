@@ -41,9 +41,9 @@ MANIFEST = "manifest.json"
 SHOWN_WORDS = (8, 24)
 MIN_WORD = 4
 SHOWN_RULE = (
-    f"from evenly spaced held-out documents on, the first sentence of {SHOWN_WORDS[0]}-{SHOWN_WORDS[1]} plain "
-    f"words, masking its middle word of {MIN_WORD}+ letters that is one vocabulary token; chosen when the data "
-    "was built, before training"
+    f"from evenly spaced held-out documents on, the first sentence of {SHOWN_WORDS[0]}-{SHOWN_WORDS[1]} "
+    f"plain words, masking its middle word of {MIN_WORD}+ letters that is one vocabulary token; chosen "
+    "when the data was built, before training"
 )
 
 
@@ -158,7 +158,8 @@ def shown_sentences(
 
     def masked_word(sentence: str) -> int | None:
         words = [w.rstrip(".,;:") for w in sentence.split()]
-        if not SHOWN_WORDS[0] <= len(words) <= SHOWN_WORDS[1] or not all(w.isascii() and w.isalpha() for w in words):
+        plain = all(w.isascii() and w.isalpha() for w in words)
+        if not plain or not SHOWN_WORDS[0] <= len(words) <= SHOWN_WORDS[1]:
             return None
         candidates = [i for i, w in enumerate(words)
                       if len(w) >= MIN_WORD and (w.lower() if tokenizer.lower_case else w) in tokens]
@@ -227,9 +228,10 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
                                  lower_case=settings.lower_case)
         write_text_atomically(vocab_file, "".join(token + "\n" for token in vocabulary))
     common = dict(lower_case=settings.lower_case, max_seq_length=settings.max_seq_length,
-                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed, progress=progress)
-    create_pretraining_data(train, vocab_file, [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)],
-                            dupe_factor=settings.dupe_factor, **common)
+                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed,
+                  progress=progress)
+    shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
+    create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor, **common)
     create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1, **common)
     tokenizer = BertTokenizer(vocab_file, lower_case=settings.lower_case)
     shown = tuple(shown_sentences(heldout, settings.num_shown, tokenizer, settings.max_seq_length))

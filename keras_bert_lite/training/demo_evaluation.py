@@ -30,7 +30,9 @@ TOP_K = 5
 _READ_BATCH = 1024
 
 
-def evaluate_heldout(loop, heldout_files: str, seq_length: int, max_predictions_per_seq: int) -> dict[str, float]:
+def evaluate_heldout(
+    loop, heldout_files: str, seq_length: int, max_predictions_per_seq: int
+) -> dict[str, float]:
     """Evaluates `loop.model` on the held-out TFRecords, in whole global batches.
 
     Args:
@@ -108,7 +110,9 @@ def baselines(
         `examples` counted in the held-out data.
     """
     train_tokens, train_nsp = label_counts(train_files, seq_length, max_predictions_per_seq)
-    heldout_tokens, heldout_nsp = label_counts(heldout_files, seq_length, max_predictions_per_seq, num_examples)
+    heldout_tokens, heldout_nsp = label_counts(
+        heldout_files, seq_length, max_predictions_per_seq, num_examples
+    )
     if not heldout_tokens.sum() or not train_tokens.sum():
         raise ValueError(f"No masked tokens in {train_files if not train_tokens.sum() else heldout_files}.")
     top = np.argsort(-train_tokens, kind="stable")[:TOP_K]
@@ -198,14 +202,14 @@ def format_report(
         f"Held-out documents: {reference['examples']} examples, {reference['masked_tokens']} masked tokens "
         "(never trained on).",
         f"  {'':24}{'model':>8}  baseline",
-        f"  {'MLM accuracy (top-1)':24}{metrics['mlm_accuracy']:8.4f}  {reference['mlm_accuracy']:.4f}"
-        "  (the most frequent training token)",
-        f"  {'MLM accuracy (top-5)':24}{metrics['mlm_top5_accuracy']:8.4f}  {reference['mlm_top5_accuracy']:.4f}"
-        f"  (the {TOP_K} most frequent training tokens)",
-        f"  {'NSP accuracy':24}{metrics['nsp_accuracy']:8.4f}  {reference['nsp_accuracy']:.4f}"
-        "  (the majority training label)",
-        f"  MLM loss {metrics['mlm_loss']:.4f}, NSP loss {metrics['nsp_loss']:.4f}",
     ]
+    for label, name, baseline in (
+        ("MLM accuracy (top-1)", "mlm_accuracy", "the most frequent training token"),
+        ("MLM accuracy (top-5)", "mlm_top5_accuracy", f"the {TOP_K} most frequent training tokens"),
+        ("NSP accuracy", "nsp_accuracy", "the majority training label"),
+    ):
+        lines.append(f"  {label:24}{metrics[name]:8.4f}  {reference[name]:.4f}  ({baseline})")
+    lines.append(f"  MLM loss {metrics['mlm_loss']:.4f}, NSP loss {metrics['nsp_loss']:.4f}")
     if shown:
         lines += ["", f"Top-{TOP_K} predictions for masked held-out words ({rule}):"]
     for example in shown:

@@ -277,5 +277,6 @@ class PretrainingLoop:
             k=5,
         )
         weights = tf.reshape(tf.cast(labels["masked_lm_weights"], tf.float32), [-1])
-        top5_share = tf.reduce_sum(weights * tf.cast(in_top5, tf.float32)) / tf.maximum(mlm_weight_total, _MLM_EPSILON)
+        top5_hits = tf.reduce_sum(weights * tf.cast(in_top5, tf.float32))
+        top5_share = top5_hits / tf.maximum(mlm_weight_total, _MLM_EPSILON)
         return tf.concat([shares, top5_share[tf.newaxis]], 0)
