@@ -5,9 +5,10 @@ documentation and the docstrings of the packages keras_bert_lite depends on, ded
 `HELDOUT_EVERY`-th document is held out, and training sentences that share a run of
 `CONTAMINATION_NGRAM` words with a held-out sentence are dropped, so near-copies of held-out text
 (one docstring adapted in two packages) cannot inflate the held-out accuracy. The vocabulary is
-learned from the training documents only; both sides are tokenized with it and written as
-pre-training TFRecords in the original format. The sentences whose predictions are shown after
-training are chosen here, by `shown_sentences`'s fixed rule, before any model exists.
+learned from the training documents only (a sample of about `VOCAB_SAMPLE_WORDS` words of them);
+both sides are tokenized with it and written as pre-training TFRecords in the original format.
+The sentences whose predictions are shown after training are chosen here, by `shown_sentences`'s
+fixed rule, before any model exists.
 
 Example:
 
@@ -36,6 +37,9 @@ from keras_bert_lite.text.vocab import build_vocab
 HELDOUT_EVERY = 10
 CONTAMINATION_NGRAM = 8
 TRAIN_SHARDS = 4
+# The vocabulary is learned from about this many words of the training text (every k-th sentence):
+# plenty for a few thousand WordPiece tokens, while the learner's time grows with the text.
+VOCAB_SAMPLE_WORDS = 200_000
 MANIFEST = "manifest.json"
 # `shown_sentences`: sentences of this many words, whose masked word has at least MIN_WORD letters.
 SHOWN_WORDS = (8, 24)
@@ -224,8 +228,9 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
     )
     logging.info("Built-in corpus: %s.", corpus)
     if not settings.vocab_file:
-        vocabulary = build_vocab([s for d in train for s in d], vocab_size=settings.vocab_size,
-                                 lower_case=settings.lower_case)
+        sentences = [s for d in train for s in d]
+        every = -(-corpus["train_words"] // VOCAB_SAMPLE_WORDS)
+        vocabulary = build_vocab(sentences[::every], vocab_size=settings.vocab_size, lower_case=settings.lower_case)
         write_text_atomically(vocab_file, "".join(token + "\n" for token in vocabulary))
     common = dict(lower_case=settings.lower_case, max_seq_length=settings.max_seq_length,
                   max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed,
