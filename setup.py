@@ -25,6 +25,7 @@ setup(
         "test": [
             "pytest",
             "pytest-xdist",
+            "hypothesis",
             "ruff",
             "bert-tensorflow==1.0.4",
             "torch==2.13.0",

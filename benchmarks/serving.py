@@ -5,6 +5,11 @@ Rows, each measured in its own fresh process (peak memory per row) on the same m
   export_saved_model` by a separate process (as a deployment exports once), loaded by the
   measured process with `tf.saved_model.load` (keras_bert_lite not imported there) and called
   through its `serving_default` signature (tokenization runs in the graph).
+- ours_int8: the same classifier (same head weights) after `quantize("int8")`, exported and served
+  the same way. Under the table, its agreement with ours on the same sentences: the share of
+  equal labels and the mean absolute difference of the probabilities. The head is not trained
+  (there is no task), so the labels follow small margins: the agreement is a lower bound of what
+  a trained classifier keeps.
 - keras_hub: `BertTextClassifierPreprocessor` + `BertTextClassifier` (KerasHub 0.32) in one
   `tf.function`.
 - hf: `BertTokenizerFast` + `BertForSequenceClassification` (transformers on PyTorch CPU, eager,
@@ -14,7 +19,7 @@ model (L6 H384 A12 I1536; ours and Hugging Face load its weights), pad to `--seq
 and classify into 2 classes. Texts are sentences of the Python standard library's documentation.
 
     python benchmarks/serving.py                     # p50/p99 at batch 1, throughput at batch 32
-    python benchmarks/serving.py --calls=50 --libraries=ours,hf
+    python benchmarks/serving.py --calls=50 --libraries=ours,ours_int8,hf
 """
 
 from __future__ import annotations
@@ -36,16 +41,19 @@ import tqdm  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("libraries", ["ours", "keras_hub", "hf"], "Rows to measure.")
+LIBRARIES = ("ours", "ours_int8", "keras_hub", "hf")
+flags.DEFINE_list("libraries", list(LIBRARIES), "Rows to measure.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per example (padded/truncated).")
 flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (latency percentiles).")
 flags.DEFINE_integer("batches", 10, "Timed batch-32 calls (throughput).")
 flags.DEFINE_integer("warmup", 3, "Untimed calls of each batch size.")
 flags.DEFINE_string("worker", None, "Internal: measure one library and print JSON.")
 flags.DEFINE_string("export_to", None, "Internal: export ours' classifier SavedModel to this folder.")
+flags.DEFINE_string("quantize", None, "Internal: with --export_to, quantize the classifier this way first.")
 
 BATCH = 32
 NUM_CLASSES = 2
+AGREEMENT_TEXTS = 256  # sentences whose probabilities every row reports (untimed)
 
 
 def model_dir() -> str:
@@ -66,8 +74,13 @@ def sentences(count: int) -> list[str]:
     return [found[i % len(found)] for i in range(count)]
 
 
-def export_ours(export_dir: str) -> None:
-    """Exports ours' classifier (all-MiniLM-L6-v2 weights, tokenization in the graph)."""
+def export_ours(export_dir: str, quantize: str | None) -> None:
+    """Exports ours' classifier (all-MiniLM-L6-v2 weights, tokenization in the graph), quantized
+    with `quantize` ("int8") if given; the head's initial weights are the same in every export."""
+    import warnings
+
+    import keras
+
     from keras_bert_lite.checkpoints.huggingface import load_hf_checkpoint, read_hf_config
     from keras_bert_lite.export import export_saved_model
     from keras_bert_lite.models.classifier import BertClassifier
@@ -78,20 +91,28 @@ def export_ours(export_dir: str) -> None:
     encoder = BertEncoder(read_hf_config(directory))
     load_hf_checkpoint(encoder, directory)
     preprocessor = BertPreprocessor(os.path.join(directory, "vocab.txt"), seq_length=FLAGS.seq_length)
-    export_saved_model(BertClassifier(encoder, NUM_CLASSES), preprocessor, export_dir)
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(encoder, NUM_CLASSES)
+    if quantize:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # layers without weights to quantize say so
+            classifier.quantize(quantize)
+    export_saved_model(classifier, preprocessor, export_dir)
 
 
-def ours_predictor():
+def ours_predictor(quantize: str | None = None):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 
     export_dir = os.path.join(tempfile.mkdtemp(), "classifier")
     argv = [sys.executable, __file__, f"--export_to={export_dir}", f"--seq_length={FLAGS.seq_length}"]
+    argv += [f"--quantize={quantize}"] if quantize else []
     exported = subprocess.run(argv, capture_output=True, text=True)
     if exported.returncode:
         lines = exported.stderr.strip().splitlines() or ["no output"]
         raise SystemExit(f"exporting ours' classifier failed: {lines[-1]}")
-    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    loaded = tf.saved_model.load(export_dir)
+    serve = loaded.signatures["serving_default"]
     return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
 
 
@@ -136,7 +157,9 @@ def hf_predictor():
 
 
 def run_worker(library: str) -> dict:
-    predict = {"ours": ours_predictor, "keras_hub": keras_hub_predictor, "hf": hf_predictor}[library]()
+    predictors = {"ours": ours_predictor, "ours_int8": lambda: ours_predictor("int8"),
+                  "keras_hub": keras_hub_predictor, "hf": hf_predictor}
+    predict = predictors[library]()
     texts = sentences(FLAGS.calls + BATCH * FLAGS.batches)
     for i in range(FLAGS.warmup):
         predict(texts[i : i + 1])
@@ -151,7 +174,12 @@ def run_worker(library: str) -> dict:
         offset = FLAGS.calls + i * BATCH
         predict(texts[offset : offset + BATCH])
     seconds = time.perf_counter() - start
+    agreement_texts = sentences(AGREEMENT_TEXTS)
+    probabilities = np.concatenate(
+        [predict(agreement_texts[i : i + BATCH]) for i in range(0, AGREEMENT_TEXTS, BATCH)]
+    )
     return {
+        "probabilities": probabilities.tolist(),
         "p50_ms": 1000 * float(np.percentile(latencies, 50)),
         "p99_ms": 1000 * float(np.percentile(latencies, 99)),
         "examples_per_s": BATCH * FLAGS.batches / seconds,
@@ -172,14 +200,14 @@ def measure(library: str) -> dict:
 def main(argv):
     del argv
     if FLAGS.export_to:
-        export_ours(FLAGS.export_to)
+        export_ours(FLAGS.export_to, FLAGS.quantize)
         return
     if FLAGS.worker:
         print(json.dumps(run_worker(FLAGS.worker)))
         return
-    unknown = set(FLAGS.libraries) - {"ours", "keras_hub", "hf"}
+    unknown = set(FLAGS.libraries) - set(LIBRARIES)
     if unknown:
-        raise app.UsageError(f"--libraries: unknown {sorted(unknown)}; choose from ours, keras_hub, hf.")
+        raise app.UsageError(f"--libraries: unknown {sorted(unknown)}; choose from {', '.join(LIBRARIES)}.")
     rows = {lib: measure(lib) for lib in tqdm.tqdm(FLAGS.libraries, desc="libraries", file=sys.stderr)}
     logging.info("load average after the run: %.1f", os.getloadavg()[0])
     print(f"serving, raw strings -> probabilities, seq {FLAGS.seq_length}, {os.cpu_count()} CPUs, "
@@ -198,6 +226,17 @@ def main(argv):
             if lib != "ours" and "error" not in r:
                 print(f"ours vs {lib}: p50 {r['p50_ms'] / ours['p50_ms']:.2f}x faster, "
                       f"throughput {ours['examples_per_s'] / r['examples_per_s']:.2f}x")
+        int8 = rows.get("ours_int8", {})
+        if "error" not in int8 and int8:
+            print(agreement_line(np.array(ours["probabilities"]), np.array(int8["probabilities"])))
+
+
+def agreement_line(float_probabilities: np.ndarray, int8_probabilities: np.ndarray) -> str:
+    """How closely the int8 row's [N, classes] probabilities follow float32's on the same texts."""
+    same = np.mean(float_probabilities.argmax(-1) == int8_probabilities.argmax(-1))
+    difference = np.abs(float_probabilities - int8_probabilities).mean()
+    return (f"ours_int8 vs ours on the same {len(float_probabilities)} sentences: labels agree on "
+            f"{100 * same:.1f} %, mean |probability difference| {difference:.4f}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
-"""Fine-tunes BERT on a GLUE task (sentence or sentence-pair classification, or STS-B regression).
+r"""Fine-tunes BERT on a GLUE task (sentence or sentence-pair classification, or STS-B regression).
 
     python examples/run_classifier.py --task_name=mrpc --data_dir=glue_data/MRPC \
         --init_checkpoint=uncased_L-12_H-768_A-12 --output_dir=/tmp/mrpc
 
 Trains with `model.fit` (progress bar), evaluates the task's GLUE metrics on the dev file after
-every epoch, keeps the best model (`best_model.keras`), then writes `eval_results.json`,
-`dev_predictions.tsv` and, with --do_predict, `test_results.tsv` (GLUE submission layout).
+every epoch, keeps the best model (`best_model.keras`, without optimizer state), then writes
+`eval_results.json`, `dev_predictions.tsv` and, with --do_predict, `test_results.tsv` (GLUE
+submission layout). TensorBoard logs go to `logs/`; rerunning the same command after a kill
+resumes from `backup/`. --max_steps=20 makes a smoke run.
 """
 
 from __future__ import annotations
@@ -17,33 +19,47 @@ import keras
 import numpy as np
 from absl import flags, logging
 
-from keras_bert_lite.data.glue import (
-    ClassificationData,
-    classification_dataset,
-    get_glue_task,
-    glue_metrics,
-    read_glue_tsv,
-)
+from keras_bert_lite.atomic import write_text_atomically
+from keras_bert_lite.data.glue import ClassificationData, get_glue_task, glue_metrics, read_glue_tsv
 from keras_bert_lite.export import export_saved_model
 from keras_bert_lite.models.classifier import BertClassifier
+from keras_bert_lite.models.text_inputs import text_dataset
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("task_name", None, "GLUE task: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli.")
 flags.DEFINE_string("data_dir", None, "Folder with the task's train.tsv, dev file and test file.")
 flags.DEFINE_bool("do_predict", False, "Also predict the test file.")
+flags.DEFINE_list("label_names", None, "Names of the classes in class-id order, for the exported model's labels and "
+                  "dev_predictions.tsv (default: the task's labels, e.g. 0,1 for SST-2); test_results.tsv keeps "
+                  "GLUE's labels.")
 flags.mark_flags_as_required(["task_name", "data_dir"])
 common.define_flags(max_seq_length=128, learning_rate=2e-5)
+flags.adopt_module_key_flags(common)
+
+
+def _texts(data: ClassificationData):
+    return data.text_a if data.text_b is None else (data.text_a, data.text_b)
 
 
 def predict(model: keras.Model, data: ClassificationData, preprocessor) -> np.ndarray:
     """Logits [N, num_classes] for `data`, in order."""
-    dataset = classification_dataset(data, preprocessor, FLAGS.eval_batch_size, is_training=False)
-    return model.predict(dataset, verbose=0)
+    return model.predict(text_dataset(_texts(data), preprocessor=preprocessor, batch_size=FLAGS.eval_batch_size),
+                         verbose=0)
+
+
+def _label_names(task) -> list[str] | None:
+    if FLAGS.label_names is None:
+        return None if task.is_regression else list(task.labels)
+    if task.is_regression or len(FLAGS.label_names) != task.num_classes:
+        expected = "none (a regression task)" if task.is_regression else f"{task.num_classes} names"
+        raise ValueError(f"--label_names has {len(FLAGS.label_names)} names; {task.name} takes {expected}.")
+    return list(FLAGS.label_names)
 
 
 def main(argv):
     del argv
     task = get_glue_task(FLAGS.task_name)
+    label_names = _label_names(task)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
     train = read_glue_tsv(os.path.join(FLAGS.data_dir, "train.tsv"), task, "train", FLAGS.on_error)
@@ -51,6 +67,13 @@ def main(argv):
     logging.info("%s: %d training and %d dev examples", task.name, len(train), len(dev))
 
     encoder, preprocessor = common.load_encoder()
+    def train_batches():
+        return text_dataset(
+            _texts(train), train.labels, preprocessor=preprocessor, batch_size=FLAGS.train_batch_size, shuffle=True,
+            seed=FLAGS.seed, num_classes=task.num_classes,
+        )
+
+    train_batches()  # checks the labels before the model is built
     model = BertClassifier(encoder, task.num_classes)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), []
@@ -67,40 +90,39 @@ def main(argv):
     def evaluate():
         return glue_metrics(task, dev.labels, to_predictions(predict(model, dev, preprocessor)))
 
-    best_path = os.path.join(FLAGS.output_dir, "best_model.keras")
-    keep_best = common.KeepBest(evaluate, task.metric_names[0], best_path)
-    train_ds = classification_dataset(
-        train, preprocessor, FLAGS.train_batch_size, is_training=True,
-        num_classes=task.num_classes, seed=FLAGS.seed,
-    )
-    model.fit(train_ds, epochs=FLAGS.num_train_epochs, callbacks=[keep_best], verbose=1)
+    keep_best = common.fine_tune(model, train_batches, evaluate, task.metric_names[0])
 
-    model = keras.models.load_model(best_path, compile=False)
+    model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
     logits = predict(model, dev, preprocessor)
     results = glue_metrics(task, dev.labels, to_predictions(logits))
-    common.write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), {"best": results, "epochs": keep_best.history})
-    _write_predictions(os.path.join(FLAGS.output_dir, "dev_predictions.tsv"), task, dev, logits)
+    common.write_json(os.path.join(FLAGS.output_dir, "eval_results.json"),
+                      {"best": results, "epochs": keep_best.history})
+    _write_predictions(os.path.join(FLAGS.output_dir, "dev_predictions.tsv"), dev, logits, label_names)
     if FLAGS.do_predict:
         test = read_glue_tsv(os.path.join(FLAGS.data_dir, task.test_file), task, "test", FLAGS.on_error)
-        _write_predictions(os.path.join(FLAGS.output_dir, "test_results.tsv"), task, test,
-                           predict(model, test, preprocessor))
+        _write_predictions(os.path.join(FLAGS.output_dir, "test_results.tsv"), test,
+                           predict(model, test, preprocessor), None if task.is_regression else list(task.labels))
     if FLAGS.export_dir:
-        export_saved_model(model, preprocessor, FLAGS.export_dir, labels=task.labels, text_pair=task.is_pair)
+        export_saved_model(model, preprocessor, FLAGS.export_dir, labels=label_names, text_pair=task.is_pair)
         logging.info("Exported the SavedModel to %s", FLAGS.export_dir)
     logging.info("Best dev results: %s", results)
 
 
-def _write_predictions(path: str, task, data: ClassificationData, logits: np.ndarray) -> None:
-    """`index<TAB>prediction` lines (GLUE's submission layout), plus the gold label if known."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("index\tprediction" + ("\tlabel" if data.labels is not None else "") + "\n")
-        for n, row in enumerate(logits):
-            prediction = f"{row[0]:.4f}" if task.is_regression else task.labels[int(np.argmax(row))]
-            line = f"{data.ids[n]}\t{prediction}"
-            if data.labels is not None:
-                gold = data.labels[n]
-                line += f"\t{gold:.4f}" if task.is_regression else f"\t{task.labels[gold]}"
-            f.write(line + "\n")
+def _write_predictions(path: str, data: ClassificationData, logits: np.ndarray, names: list[str] | None) -> None:
+    """`index<TAB>prediction` lines (GLUE's submission layout), plus the gold label if known.
+
+    Classes are written as `names[class_id]`; regression values (`names` None) with 4 decimals.
+    """
+    def show(value) -> str:
+        return f"{value:.4f}" if names is None else names[int(value)]
+
+    lines = ["index\tprediction" + ("\tlabel" if data.labels is not None else "")]
+    for n, row in enumerate(logits):
+        line = f"{data.ids[n]}\t{show(row[0] if names is None else np.argmax(row))}"
+        if data.labels is not None:
+            line += f"\t{show(data.labels[n])}"
+        lines.append(line)
+    write_text_atomically(path, "\n".join(lines) + "\n")
     logging.info("Wrote %s", path)
 
 

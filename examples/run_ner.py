@@ -1,11 +1,13 @@
-"""Fine-tunes BERT for named-entity recognition on CoNLL-2003 style files.
+r"""Fine-tunes BERT for named-entity recognition on CoNLL-2003 style files.
 
     python examples/run_ner.py --train_file=eng.train --dev_file=eng.testa \
-        --init_checkpoint=cased_L-12_H-768_A-12 --nodo_lower_case --output_dir=/tmp/ner
+        --init_checkpoint=cased_L-12_H-768_A-12 --output_dir=/tmp/ner
 
 Each word is labelled at its first word piece. After every epoch the entity-level F1 on
---dev_file is computed and the best model kept (`best_model.keras`); then `eval_results.json`
-and `predictions.txt` (`word gold predicted` per line, CoNLL layout) are written.
+--dev_file is computed and the best model kept (`best_model.keras`, without optimizer state); then
+`eval_results.json` and `predictions.txt` (`word gold predicted` per line, CoNLL layout) are
+written. TensorBoard logs go to `logs/`; rerunning the same command after a kill resumes from
+`backup/`. --max_steps=20 makes a smoke run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import common
 import keras
 from absl import flags, logging
 
+from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.data.ner import (
     CONLL2003_TAGS,
     TaggedSentence,
@@ -31,9 +34,12 @@ from keras_bert_lite.models.token_classifier import BertTokenClassifier
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "CoNLL file to train on.")
 flags.DEFINE_string("dev_file", None, "CoNLL file to evaluate and predict.")
-flags.DEFINE_list("tags", list(CONLL2003_TAGS), "Tag set in class-id order (default: CoNLL-2003's).")
+flags.DEFINE_list("tags", list(CONLL2003_TAGS), "Tag set in class-id order (default: CoNLL-2003's); these are the "
+                  "label names of the predictions and the exported model.")
+flags.DEFINE_alias("label_names", "tags")
 flags.mark_flags_as_required(["train_file", "dev_file"])
 common.define_flags(max_seq_length=128, learning_rate=5e-5)
+flags.adopt_module_key_flags(common)
 
 
 def main(argv):
@@ -66,12 +72,12 @@ def main(argv):
         result = entity_f1([s.tags for s in dev], predict(model))
         return {k: v for k, v in result.items() if k != "per_type"}
 
-    best_path = os.path.join(FLAGS.output_dir, "best_model.keras")
-    keep_best = common.KeepBest(evaluate, "f1", best_path)
-    train_ds = ner_dataset(train, preprocessor, tags, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
-    model.fit(train_ds, epochs=FLAGS.num_train_epochs, callbacks=[keep_best], verbose=1)
+    def train_batches():
+        return ner_dataset(train, preprocessor, tags, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
 
-    model = keras.models.load_model(best_path, compile=False)
+    keep_best = common.fine_tune(model, train_batches, evaluate, "f1")
+
+    model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
     predictions = predict(model)
     results = entity_f1([s.tags for s in dev], predictions)
     common.write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), {"best": results, "epochs": keep_best.history})
@@ -83,11 +89,11 @@ def main(argv):
 
 
 def _write_predictions(path: str, sentences: list[TaggedSentence], predictions: list[list[str]]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for sentence, predicted in zip(sentences, predictions):
-            for word, gold, tag in zip(sentence.words, sentence.tags, predicted):
-                f.write(f"{word} {gold} {tag}\n")
-            f.write("\n")
+    blocks = [
+        "".join(f"{word} {gold} {tag}\n" for word, gold, tag in zip(sentence.words, sentence.tags, predicted))
+        for sentence, predicted in zip(sentences, predictions)
+    ]
+    write_text_atomically(path, "\n".join(blocks) + "\n")
     logging.info("Wrote %s", path)
 
 

@@ -7,7 +7,8 @@ Long contexts are split into windows `--doc_stride` tokens apart; answers are ch
 paper's span scoring (n-best 20, at most 30 tokens) and mapped back to the original context.
 After every epoch the official EM/F1 are computed on --predict_file and the best model is kept
 (`best_model.keras`); then `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0)
-and `eval_results.json` are written.
+and `eval_results.json` are written. With --export_dir, the SavedModel answers raw (question,
+context) strings with the same windows and span scoring as the evaluation.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ common.define_flags(max_seq_length=384, learning_rate=5e-5)
 
 
 def features_for(examples: list[SquadExample], tokenizer) -> SquadFeatures:
-    return squad_features(examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
+    return squad_features(
+        examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length, progress=True
+    )
 
 
 def answers_for(model: keras.Model, examples: list[SquadExample], features: SquadFeatures):
@@ -61,8 +64,8 @@ def main(argv):
     del argv
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
-    train = read_squad(FLAGS.train_file, is_training=True, on_error=FLAGS.on_error)
-    dev = read_squad(FLAGS.predict_file, is_training=False, on_error=FLAGS.on_error)
+    train = read_squad(FLAGS.train_file, is_training=True, on_error=FLAGS.on_error, progress=True)
+    dev = read_squad(FLAGS.predict_file, is_training=False, on_error=FLAGS.on_error, progress=True)
     encoder, preprocessor = common.load_encoder()
     train_features = features_for(train, preprocessor.tokenizer)
     dev_features = features_for(dev, preprocessor.tokenizer)
@@ -91,7 +94,7 @@ def main(argv):
     if FLAGS.export_dir:
         export_saved_model(
             model, preprocessor, FLAGS.export_dir, max_query_length=FLAGS.max_query_length,
-            max_answer_length=FLAGS.max_answer_length,
+            doc_stride=FLAGS.doc_stride, n_best_size=FLAGS.n_best_size, max_answer_length=FLAGS.max_answer_length,
             version_2_with_negative=FLAGS.version_2_with_negative,
             null_score_diff_threshold=FLAGS.null_score_diff_threshold,
         )

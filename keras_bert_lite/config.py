@@ -13,12 +13,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 import os
+from collections.abc import Mapping
 from typing import Any
+
+import tensorflow as tf
+
+from keras_bert_lite.atomic import write_text_atomically
 
 # Activation names understood by the layers. "gelu" is the tanh approximation used by the
 # original BERT code (and Google's configs); "gelu_exact" is the erf form (Hugging Face's "gelu").
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "silu")
+
+# What Google's original modeling.py can express: its `get_activation` knows gelu (the tanh
+# form), relu and tanh (and "linear", which no BERT uses), and its layer norm
+# (tf.contrib.layers.layer_norm) has a fixed epsilon with no config key.
+GOOGLE_ACTIVATIONS = ("gelu", "relu", "tanh")
+GOOGLE_LAYER_NORM_EPS = 1e-12
 
 # Small BERTs (Turc et al. 2019) use A = H / 64 and I = 4H.
 _PRESET_SIZES = {
@@ -46,22 +59,61 @@ GOOGLE_KEYS = (
     "initializer_range",
 )
 
+SIZE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+# Token, position and segment ids are int32 tensors, so no size may exceed int32.
+MAX_SIZE = 2**31 - 1
+
 
 def read_json_file(path: str | os.PathLike, description: str) -> Any:
-    """Parses a JSON file; a missing file or bad JSON is an error naming `description`, the path
-    and the line."""
+    """Parses a UTF-8 JSON file (local or `tf.io.gfile`); every failure is one error naming the file.
+
+    A UTF-8 byte-order mark is accepted (editors on Windows write one).
+
+    Raises:
+        FileNotFoundError: naming `description` and the path.
+        ValueError: naming the path, for a folder, text that is not UTF-8 (e.g. UTF-16), JSON
+            that does not parse (with the line) or that is nested too deeply to parse.
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{description} not found: {path}")
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"{description} {path} is a folder; expected a JSON file.")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{description} not found: {path}") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        utf16 = " (it looks like UTF-16)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ValueError(f"{path}: not UTF-8 text{utf16} at byte {e.start}; save it as UTF-8.") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to be a config file.") from None
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
 
 
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
     """Hyper-parameters of a BERT encoder, named as in Google's `bert_config.json`.
+
+    Values are checked on construction, so a config that exists can build a model: sizes are
+    Python (or NumPy) integers, probabilities and scales finite numbers. Integers given for the
+    float fields are stored as floats, NumPy scalars as Python numbers, so configs compare and
+    serialize the same way whatever built them.
 
     Args:
         vocab_size: number of WordPiece tokens (rows of the word-embedding table).
@@ -78,8 +130,15 @@ class BertConfig:
         layer_norm_eps: LayerNormalization epsilon (1e-12 in BERT).
 
     Raises:
-        ValueError: naming the field, when a size is not positive, `hidden_size` is not divisible
-            by `num_attention_heads`, a probability is outside [0, 1) or the activation is unknown.
+        ValueError: naming the field, when a size is not an integer in [1, 2**31 - 1] (booleans
+            and floats are refused), `hidden_size` is not divisible by `num_attention_heads`, a
+            probability is not a number in [0, 1), a scale is not a finite positive number, or
+            the activation is unknown.
+
+    Example:
+
+        >>> BertConfig(hidden_size=256, num_attention_heads=4).head_size
+        64
     """
 
     vocab_size: int = 30522
@@ -96,24 +155,22 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
 
     def __post_init__(self) -> None:
-        for name in (
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "type_vocab_size",
-        ):
+        for name in SIZE_FIELDS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}.")
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 < value <= MAX_SIZE:
+                raise ValueError(f"BertConfig.{name} must be an integer in [1, {MAX_SIZE}], got {_describe(value)}.")
+            object.__setattr__(self, name, int(value))
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"BertConfig.{name} must be a finite number, got {_describe(value)}.")
+            object.__setattr__(self, name, float(value))
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
                 f"num_attention_heads ({self.num_attention_heads})."
             )
-        if self.hidden_act not in ACTIVATIONS:
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in ACTIVATIONS:
             raise ValueError(
                 f"BertConfig.hidden_act {self.hidden_act!r} is unknown; expected one of {ACTIVATIONS}."
             )
@@ -149,18 +206,32 @@ class BertConfig:
         return cls(**fields)
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> BertConfig:
-        """Builds a config from a dict with Google's keys; unknown keys raise ValueError."""
+    def from_dict(cls, values: Mapping[str, Any]) -> BertConfig:
+        """Builds a config from a dict with Google's keys (missing keys take the defaults).
+
+        Raises:
+            ValueError: `values` is not a dict, has unknown keys, or a value is invalid (naming it).
+        """
+        if not isinstance(values, Mapping):
+            raise ValueError(f"A BertConfig is built from a dict of fields, got {type(values).__name__}.")
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
+        unknown = sorted(str(k) for k in set(values) - known)
         if unknown:
             raise ValueError(f"Unknown BertConfig field(s) {unknown}; expected a subset of {sorted(known)}.")
         return cls(**values)
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
-        """Reads Google's `bert_config.json` (extra keys such as `directionality` are ignored)."""
+        """Reads Google's `bert_config.json` (extra keys such as `directionality` are ignored).
+
+        Raises:
+            FileNotFoundError: no file at `path`.
+            ValueError: naming the file (and the field): unreadable JSON, not a JSON object, a
+                missing Google key, or an invalid value.
+        """
         values = read_json_file(path, "BERT config file")
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: expected a JSON object of config fields, got {type(values).__name__}.")
         known = {f.name for f in dataclasses.fields(cls)}
         missing = [k for k in GOOGLE_KEYS if k not in values]
         if missing:
@@ -174,8 +245,46 @@ class BertConfig:
         """All fields as a JSON-friendly dict (Google's keys plus `layer_norm_eps`)."""
         return dataclasses.asdict(self)
 
+    def to_google_dict(self, approximate_gelu: bool = False) -> dict[str, Any]:
+        """Google's keys only, with values the original `modeling.py` computes the same function with.
+
+        The original code reads any key but uses only `GOOGLE_KEYS`; its layer norm has a fixed
+        epsilon and it knows fewer activations. A config it would silently run as a different
+        function is refused instead, naming the field.
+
+        Args:
+            approximate_gelu: write "gelu_exact" (the erf GELU of Hugging Face models) as the
+                original's "gelu", its tanh approximation: the closest function it has, but not
+                the same one, so outputs change slightly.
+
+        Raises:
+            ValueError: `hidden_act` has no equivalent in the original code (or is "gelu_exact"
+                without `approximate_gelu`), or `layer_norm_eps` is not 1e-12.
+        """
+        values = {key: getattr(self, key) for key in GOOGLE_KEYS}
+        if self.hidden_act == "gelu_exact" and approximate_gelu:
+            values["hidden_act"] = "gelu"
+        elif self.hidden_act not in GOOGLE_ACTIVATIONS:
+            closest = (
+                " Pass approximate_gelu=True to write its tanh approximation, the original's 'gelu' "
+                "(outputs change slightly)."
+                if self.hidden_act == "gelu_exact" else ""
+            )
+            raise ValueError(
+                f"BertConfig.hidden_act {self.hidden_act!r} cannot be expressed in Google's bert_config.json: "
+                f"the original modeling.py knows only {GOOGLE_ACTIVATIONS}.{closest}"
+            )
+        if self.layer_norm_eps != GOOGLE_LAYER_NORM_EPS:
+            raise ValueError(
+                f"BertConfig.layer_norm_eps {self.layer_norm_eps!r} cannot be expressed in Google's "
+                f"bert_config.json: the original modeling.py always uses {GOOGLE_LAYER_NORM_EPS}."
+            )
+        return values
+
     def to_json_file(self, path: str | os.PathLike) -> None:
-        """Writes the config as Google's `bert_config.json`."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-            f.write("\n")
+        """Writes every field (Google's keys plus `layer_norm_eps`) as JSON, atomically.
+
+        `from_json_file` reads it back exactly. For a file that Google's original code reads as the
+        same model, write `to_google_dict()` (as `save_google_checkpoint` does).
+        """
+        write_text_atomically(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")

@@ -21,7 +21,8 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lite.data.ner import tag_inputs
-from keras_bert_lite.data.squad import tokenize_with_offsets
+from keras_bert_lite.data.squad.answering import answer_questions
+from keras_bert_lite.data.squad.features import check_window_arguments
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
@@ -30,17 +31,23 @@ from keras_bert_lite.models.token_classifier import BertTokenClassifier
 _STRINGS = tf.TensorSpec([None], tf.string)
 
 
-def _write(export_dir: str | os.PathLike, resources: dict, endpoints: dict) -> str:
-    """Saves a module holding `resources` (tracked by name) with `endpoints` as signatures.
+def _write(export_dir: str | os.PathLike, model: keras.Model, preprocessor, endpoints: dict) -> str:
+    """Saves `endpoints` as the signatures of a SavedModel holding `model`'s variables.
+
+    The saved module tracks the model's variables, not the model: a fitted model's `optimizer`
+    (with Adam, slot variables twice the size of the weights) is reachable from the model and
+    would be saved with it. Keras' `ExportArchive` leaves the optimizer out too, but saves each
+    variable twice (as the Keras variable and as the TensorFlow variable the graph captures).
 
     Args:
-        resources: {attribute name: Keras model or layer} whose variables are saved.
+        model: the Keras model the endpoints call.
+        preprocessor: the `BertPreprocessor` the endpoints call.
         endpoints: {signature name: (fn, input_signature)}; the argument names of `fn` become
             the signature's input names.
     """
     module = tf.Module()
-    for name, resource in resources.items():
-        setattr(module, name, resource)
+    module.model_variables = list(model.variables)
+    module.preprocessor = preprocessor
     signatures = {}
     for name, (fn, input_signature) in endpoints.items():
         function = tf.function(fn, input_signature=input_signature, autograph=False)
@@ -58,9 +65,12 @@ def export_saved_model(
     labels: Sequence[str] | None = None,
     text_pair: bool = False,
     max_query_length: int = 64,
+    doc_stride: int = 128,
+    n_best_size: int = 20,
     max_answer_length: int = 30,
     version_2_with_negative: bool = False,
     null_score_diff_threshold: float = 0.0,
+    window_batch_size: int = 32,
 ) -> str:
     """Exports a task model with a `serving_default` signature that takes raw strings.
 
@@ -71,11 +81,17 @@ def export_saved_model(
     |                       |                               | regression: `predictions` float32 [B]    |
     | `BertSpanLabeler`     | `question`, `context` [B]     | `answer_text` [B], `answer_start`,       |
     |                       |                               | `answer_end` (characters in context, end |
-    |                       |                               | exclusive) int32 [B], `score` [B],       |
-    |                       |                               | `start_logits`, `end_logits` [B, S]      |
+    |                       |                               | exclusive, -1 for no answer) int32 [B],  |
+    |                       |                               | `score` [B], `start_logits`,             |
+    |                       |                               | `end_logits` [B, S] (the answer's window)|
     | `BertTokenClassifier` | `text` [B] (words split on    | `words` [B, W] (padded ""), `tags`       |
     |                       | whitespace)                   | [B, W] (padded ""), `tag_ids` int32      |
     |                       |                               | [B, W] (padded -1), `num_words` [B]      |
+
+    A span model answers as `predict_answers` evaluates it: contexts longer than one window are
+    split into the same doc-stride windows, the model runs on all of them, and the same scorer
+    picks the best span over them (`keras_bert_lite.data.squad.answer_questions`). Only the
+    model's variables are saved, never its optimizer's.
 
     Args:
         model: one of the task models above.
@@ -84,23 +100,33 @@ def export_saved_model(
         export_dir: output folder.
         labels: class (or tag) names in id order; default "0", "1", ...
         text_pair: classifier takes two strings (sentence pairs).
-        max_query_length: SQuAD question tokens kept (the context fills the rest; longer
-            contexts are truncated, there is one window per question).
+        max_query_length: SQuAD question tokens kept (64); the context fills the rest of each window.
+        doc_stride: tokens between the starts of consecutive windows of a long context (128).
+        n_best_size: start and end positions considered per window (20).
         max_answer_length: longest answer in tokens (30).
         version_2_with_negative: answer "" when the [CLS] null score beats the best span by
             more than `null_score_diff_threshold` (SQuAD 2.0 models).
         null_score_diff_threshold: see above.
+        window_batch_size: windows the span model runs on at once (bounds the memory a long
+            context takes).
 
     Returns:
         `export_dir`.
+
+    Raises:
+        TypeError: a model of another type.
+        ValueError: label names that do not match the classes, or windows that cannot hold a
+            `max_query_length`-token question.
     """
     if isinstance(model, BertClassifier):
         endpoint = _classifier_endpoint(model, preprocessor, labels, text_pair)
     elif isinstance(model, BertSpanLabeler):
-        endpoint = _span_endpoint(
-            model, preprocessor, max_query_length, max_answer_length, version_2_with_negative,
-            null_score_diff_threshold,
+        options = dict(
+            max_query_length=max_query_length, doc_stride=doc_stride, n_best_size=n_best_size,
+            max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
+            null_score_diff_threshold=null_score_diff_threshold, window_batch_size=window_batch_size,
         )
+        endpoint = _span_endpoint(model, preprocessor, options)
     elif isinstance(model, BertTokenClassifier):
         endpoint = _tagger_endpoint(model, preprocessor, labels)
     else:
@@ -108,7 +134,7 @@ def export_saved_model(
             f"export_saved_model exports BertClassifier, BertSpanLabeler or BertTokenClassifier, got "
             f"{type(model).__name__}; use export_encoder for a BertEncoder."
         )
-    return _write(export_dir, {"model": model, "preprocessor": preprocessor}, {"serving_default": endpoint})
+    return _write(export_dir, model, preprocessor, {"serving_default": endpoint})
 
 
 def _label_table(labels: Sequence[str] | None, num_classes: int) -> tf.Tensor:
@@ -138,69 +164,13 @@ def _classifier_endpoint(model: BertClassifier, preprocessor, labels, text_pair:
     return (lambda text: outputs(text)), [_STRINGS]
 
 
-def _keep_first(ragged: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
-    """The first `counts[b]` items of each row b."""
-    keep = tf.ragged.range(ragged.row_lengths()) < tf.cast(counts, tf.int64)[:, None]
-    return tf.ragged.boolean_mask(ragged, keep)
-
-
-def _span_endpoint(model, preprocessor, max_query_length, max_answer_length, allow_null, threshold):
-    tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
-    seq_length = packer.seq_length
-    if seq_length < max_query_length + 4:
-        raise ValueError(f"seq_length {seq_length} cannot hold a {max_query_length}-token question.")
+def _span_endpoint(model: BertSpanLabeler, preprocessor, options: dict):
+    check_window_arguments(preprocessor.seq_length, options["doc_stride"], options["max_query_length"])
+    if options["window_batch_size"] < 1:
+        raise ValueError(f"window_batch_size must be positive, got {options['window_batch_size']}.")
 
     def serve(question, context):
-        query = tokenizer(question)[:, :max_query_length]
-        ids, starts, ends = tokenize_with_offsets(tokenizer, context)
-        offset = tf.cast(query.row_lengths(), tf.int32) + 2  # [CLS] question [SEP]
-        budget = tf.minimum(tf.cast(ids.row_lengths(), tf.int32), seq_length - 1 - offset)
-        ids, starts, ends = (_keep_first(t, budget) for t in (ids, starts, ends))
-        outputs = model(packer([query, ids]), training=False)
-        start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]
-
-        # Byte span in the context of the word at every packed position (-1 outside it).
-        token = tf.range(seq_length)[None, :] - offset[:, None]
-        in_context = (token >= 0) & (token < budget[:, None])
-        token = tf.clip_by_value(token, 0, seq_length - 1)
-
-        def at_positions(values):
-            dense = values.to_tensor(-1, shape=[None, seq_length])
-            return tf.where(in_context, tf.gather(dense, token, batch_dims=1), -1)
-
-        byte_starts, byte_ends = at_positions(starts), at_positions(ends)
-        i = tf.range(seq_length)[:, None]
-        j = tf.range(seq_length)[None, :]
-        valid = (
-            in_context[:, :, None] & in_context[:, None, :]
-            & ((j >= i) & (j - i < max_answer_length))[None]
-        )
-        scores = start_logits[:, :, None] + end_logits[:, None, :]
-        scores = tf.where(valid, scores, tf.float32.min)
-        best = tf.argmax(tf.reshape(scores, [-1, seq_length * seq_length]), axis=-1, output_type=tf.int32)
-        start, end = best // seq_length, best % seq_length
-        score = tf.reduce_max(scores, axis=[1, 2])
-        found = tf.reduce_any(valid, axis=[1, 2])
-        if allow_null:
-            null_score = start_logits[:, 0] + end_logits[:, 0]
-            found = found & (null_score - score <= threshold)
-        byte_start = tf.gather(byte_starts, start, batch_dims=1)
-        byte_end = tf.gather(byte_ends, end, batch_dims=1)
-        byte_start = tf.cast(tf.where(found, byte_start, 0), tf.int32)
-        byte_end = tf.cast(tf.where(found, byte_end, 0), tf.int32)
-        text = tf.strings.substr(context, byte_start, byte_end - byte_start, unit="BYTE")
-
-        def chars(num_bytes):
-            return tf.strings.length(tf.strings.substr(context, tf.zeros_like(num_bytes), num_bytes, unit="BYTE"), unit="UTF8_CHAR")
-
-        return {
-            "answer_text": text,
-            "answer_start": tf.where(found, chars(byte_start), -1),
-            "answer_end": tf.where(found, chars(byte_end), -1),
-            "score": tf.where(found, score, tf.zeros_like(score)),
-            "start_logits": start_logits,
-            "end_logits": end_logits,
-        }
+        return answer_questions(model, preprocessor.tokenizer, preprocessor.packer, question, context, **options)
 
     return serve, [_STRINGS, _STRINGS]
 
@@ -264,7 +234,8 @@ def export_encoder(encoder: BertEncoder, preprocessor, export_dir: str | os.Path
 
     return _write(
         export_dir,
-        {"encoder": encoder, "preprocessor": preprocessor},
+        encoder,
+        preprocessor,
         {
             "serving_default": (serve, [_STRINGS]),
             "preprocess": (lambda text: preprocessor(text), [_STRINGS]),

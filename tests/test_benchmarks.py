@@ -88,3 +88,25 @@ def test_matmuls_lead_line_divides_the_fastest_products_by_each_peers_fastest_fl
     rows["hf"] = {"seq_per_s": 40.0}
     assert "1.25x keras_hub's and 2.50x hf's best float32 row" in bert_throughput.matmuls_lead_line(rows)
     assert bert_throughput.matmuls_lead_line({"ours": {"seq_per_s": 1.0}, "matmuls": {"seq_per_s": 2.0}}) is None
+
+
+SERVING = pathlib.Path(__file__).parents[1] / "benchmarks" / "serving.py"
+
+
+@pytest.mark.slow  # two exports of the real MiniLM classifier and two serving processes
+def test_serving_int8_row_is_measured_with_its_agreement_with_float():
+    done = subprocess.run(
+        [sys.executable, str(SERVING), "--libraries=ours,ours_int8", "--calls=2", "--batches=1", "--warmup=1",
+         "--seq_length=32"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {fields[0]: fields for fields in map(str.split, done.stdout.splitlines())
+            if fields and fields[0] in ("ours", "ours_int8") and fields[1][0].isdigit()}
+    assert float(rows["ours_int8"][1]) > 0 and float(rows["ours_int8"][3]) > 0, done.stdout
+    agreement = [line for line in done.stdout.splitlines() if line.startswith("ours_int8 vs ours on the same 256")]
+    assert agreement, done.stdout
+    assert "mean |probability difference| 0." in agreement[0]
+    share = float(agreement[0].split("labels agree on ")[1].split(" %")[0])
+    assert share > 50.0  # an untrained head's labels: int8 must still mostly agree with float32
+

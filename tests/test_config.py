@@ -1,8 +1,15 @@
-import json
+"""BertConfig: presets, Google's bert_config.json in and out, and one clear error for bad values."""
 
+import json
+import math
+
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from keras_bert_lite import BertConfig
+from keras_bert_lite.config import ACTIVATIONS, GOOGLE_KEYS, MAX_SIZE, SIZE_FIELDS
 
 GOOGLE_BASE = {
     "attention_probs_dropout_prob": 0.1,
@@ -63,6 +70,19 @@ def test_json_round_trip_uses_googles_keys(tmp_path):
         ({"intermediate_size": 2.5}, "intermediate_size"),
         ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob"),
         ({"initializer_range": 0}, "initializer_range"),
+        ({"initializer_range": math.inf}, "initializer_range"),  # non-finite weights
+        ({"layer_norm_eps": math.inf}, "layer_norm_eps"),
+        ({"layer_norm_eps": math.nan}, "layer_norm_eps"),
+        ({"attention_probs_dropout_prob": math.nan}, "attention_probs_dropout_prob"),
+        ({"hidden_size": "768"}, "hidden_size"),
+        ({"num_hidden_layers": True}, "num_hidden_layers"),
+        ({"type_vocab_size": 2.0}, "type_vocab_size"),
+        ({"vocab_size": [30522]}, "vocab_size"),
+        ({"max_position_embeddings": None}, "max_position_embeddings"),
+        ({"max_position_embeddings": 2**31}, "max_position_embeddings"),
+        ({"hidden_dropout_prob": "0.1"}, "hidden_dropout_prob"),
+        ({"initializer_range": False}, "initializer_range"),
+        ({"hidden_act": ["gelu"]}, "hidden_act"),
     ],
 )
 def test_invalid_config_names_the_field(overrides, field):
@@ -92,3 +112,146 @@ def test_config_file_errors(tmp_path):
         BertConfig.from_json_file(wrong)
     with pytest.raises(ValueError, match="hidden_szie"):
         BertConfig.from_dict({"hidden_szie": 8})
+
+
+def test_numpy_numbers_are_stored_as_python_numbers():
+    config = BertConfig(hidden_size=np.int64(64), num_attention_heads=np.int32(4), hidden_dropout_prob=np.float32(0.5),
+                        initializer_range=1)
+    assert type(config.hidden_size) is int and type(config.hidden_dropout_prob) is float
+    assert type(config.initializer_range) is float
+    assert config == BertConfig(hidden_size=64, num_attention_heads=4, hidden_dropout_prob=0.5, initializer_range=1.0)
+    json.dumps(config.to_dict())
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"[1, 2]", "expected a JSON object of config fields, got list"),
+        (b"null", "expected a JSON object of config fields, got NoneType"),
+        (json.dumps(GOOGLE_BASE).encode("utf-16"), r"not UTF-8 text \(it looks like UTF-16\) at byte 0"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (json.dumps({**GOOGLE_BASE, "hidden_size": "768"}).encode(), "hidden_size must be an integer"),
+        (json.dumps({**GOOGLE_BASE, "initializer_range": None}).encode(), "initializer_range must be a finite number"),
+        (json.dumps({**GOOGLE_BASE, "layer_norm_eps": float("inf")}).encode(), "layer_norm_eps must be a finite"),
+        (json.dumps({**GOOGLE_BASE, "hidden_act": "gelu_fast"}).encode(), "hidden_act 'gelu_fast' is unknown"),
+        (json.dumps({**GOOGLE_BASE, "hidden_size": 770}).encode(), "hidden_size \\(770\\) must be divisible"),
+    ],
+)
+def test_bad_config_files_name_the_file(tmp_path, content, message):
+    path = tmp_path / "bert_config.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"{path}: .*{message}"):
+        BertConfig.from_json_file(path)
+
+
+def test_config_file_edge_cases(tmp_path):
+    # Editors on Windows write a byte-order mark; it is not part of the JSON.
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOGLE_BASE).encode())
+    assert BertConfig.from_json_file(path) == BertConfig.preset("base")
+    with pytest.raises(ValueError, match=f"BERT config file {tmp_path} is a folder"):
+        BertConfig.from_json_file(tmp_path)
+    with pytest.raises(ValueError, match="built from a dict of fields, got list"):
+        BertConfig.from_dict([("hidden_size", 8)])
+
+
+def test_google_dict_says_only_what_the_original_code_can_read():
+    assert BertConfig.preset("tiny").to_google_dict() == {k: getattr(BertConfig.preset("tiny"), k) for k in GOOGLE_KEYS}
+    exact = BertConfig.preset("tiny", hidden_act="gelu_exact")
+    with pytest.raises(ValueError, match="hidden_act 'gelu_exact' cannot be expressed.*approximate_gelu=True"):
+        exact.to_google_dict()
+    assert exact.to_google_dict(approximate_gelu=True)["hidden_act"] == "gelu"
+    with pytest.raises(ValueError, match="hidden_act 'silu' cannot be expressed"):
+        BertConfig.preset("tiny", hidden_act="silu").to_google_dict(approximate_gelu=True)
+    with pytest.raises(ValueError, match="layer_norm_eps 1e-05 cannot be expressed.*always uses 1e-12"):
+        BertConfig.preset("tiny", layer_norm_eps=1e-5).to_google_dict()
+
+
+# Property tests: valid configs round-trip exactly; every invalid value is one ValueError naming its field.
+finite_positive = st.floats(min_value=0, exclude_min=True, allow_nan=False, allow_infinity=False)
+probability = st.floats(min_value=0, max_value=1, exclude_max=True)
+
+
+@st.composite
+def valid_configs(draw):
+    heads = draw(st.integers(1, 64))
+    return BertConfig(
+        vocab_size=draw(st.integers(1, MAX_SIZE)),
+        hidden_size=heads * draw(st.integers(1, MAX_SIZE // heads)),
+        num_hidden_layers=draw(st.integers(1, MAX_SIZE)),
+        num_attention_heads=heads,
+        intermediate_size=draw(st.integers(1, MAX_SIZE)),
+        hidden_act=draw(st.sampled_from(ACTIVATIONS)),
+        hidden_dropout_prob=draw(probability),
+        attention_probs_dropout_prob=draw(probability),
+        max_position_embeddings=draw(st.integers(1, MAX_SIZE)),
+        type_vocab_size=draw(st.integers(1, MAX_SIZE)),
+        initializer_range=draw(finite_positive),
+        layer_norm_eps=draw(finite_positive),
+    )
+
+
+not_a_number = st.one_of(st.none(), st.booleans(), st.text(max_size=5), st.lists(st.integers(), max_size=2),
+                         st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
+INVALID_VALUES = {
+    **{name: st.one_of(not_a_number, st.integers(max_value=0), st.integers(min_value=MAX_SIZE + 1), st.floats())
+       for name in SIZE_FIELDS},
+    **{name: st.one_of(not_a_number, non_finite, st.floats(max_value=0, exclude_max=False, allow_nan=False))
+       for name in ("initializer_range", "layer_norm_eps")},
+    **{name: st.one_of(not_a_number, non_finite, st.floats(max_value=0, exclude_max=True),
+                       st.floats(min_value=1, allow_nan=False))
+       for name in ("hidden_dropout_prob", "attention_probs_dropout_prob")},
+    "hidden_act": st.one_of(not_a_number.filter(lambda v: not isinstance(v, str)),
+                            st.text(max_size=12).filter(lambda v: v not in ACTIVATIONS)),
+}
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return tmp_path_factory.mktemp("configs")
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=valid_configs())
+def test_valid_configs_round_trip_exactly(config, scratch):
+    assert BertConfig.from_dict(config.to_dict()) == config
+    path = scratch / "bert_config.json"
+    config.to_json_file(path)
+    assert BertConfig.from_json_file(path) == config
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=valid_configs(), data=st.data())
+def test_invalid_values_name_the_field(config, data, scratch):
+    field = data.draw(st.sampled_from(sorted(INVALID_VALUES)))
+    value = data.draw(INVALID_VALUES[field])
+    values = {**config.to_dict(), field: value}
+    with pytest.raises(ValueError, match=f"BertConfig.{field} "):
+        BertConfig.from_dict(values)
+    path = scratch / "bad_config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError, match=f"{path}: BertConfig.{field} "):
+        BertConfig.from_json_file(path)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(extra=st.dictionaries(st.sampled_from([*GOOGLE_KEYS, "layer_norm_eps", "directionality"]), json_values),
+       document=json_values)
+def test_any_json_file_gives_a_config_or_one_value_error(extra, document, scratch):
+    """Arbitrary JSON (Google's keys with arbitrary values, or any document) never escapes as
+    another exception type."""
+    path = scratch / "fuzzed_config.json"
+    for content in ({**GOOGLE_BASE, **extra}, document):
+        path.write_text(json.dumps(content))
+        try:
+            BertConfig.from_json_file(path)
+        except ValueError as e:
+            assert str(e).startswith(f"{path}: ")

@@ -5,43 +5,40 @@ Inputs (detected from the path, or --input_format):
           prefix (with --bert_config_file when no `bert_config.json` sits next to it);
   hf:     a Hugging Face folder (`config.json`, `model.safetensors` or `pytorch_model.bin`);
   keras:  a `.keras` file holding a BertEncoder or BertPretrainer.
-Outputs (--output_format, or `keras` for a path ending in `.keras`):
-  google: a release folder (`bert_config.json`, `bert_model.ckpt.*`, `vocab.txt` if known);
-  hf:     a Hugging Face folder (`config.json`, `model.safetensors`, `vocab.txt` if known);
-  keras:  a `.keras` file.
+Outputs (--output_format, or `keras` for a path ending in `.keras`), complete folders:
+  google: `bert_model.ckpt.*`, `bert_config.json`, `vocab.txt` (read by the original BERT code);
+  hf:     `model.safetensors`, `config.json`, `vocab.txt`, `tokenizer_config.json` (read by
+          transformers' `from_pretrained`, model and tokenizer);
+  keras:  a `.keras` file (the model only).
+The vocabulary comes from the input folder or --vocab_file; its casing from the input
+(`tokenizer_config.json`, a Google folder's name, else the vocabulary) or --do_lower_case.
+Everything is checked before the weights are read, and every file is written atomically.
 
 Usage:
 
     python tpu/convert_checkpoint.py --input=uncased_L-12_H-768_A-12 --output=bert_hf --output_format=hf
-    python tpu/convert_checkpoint.py --input=bert_hf --output=bert_google --output_format=google \\
-        --model=pretrainer
-    python tpu/convert_checkpoint.py --input=bert_google --output=bert.keras
+    python tpu/convert_checkpoint.py --input=all-MiniLM-L6-v2 --output=minilm_google --output_format=google \\
+        --approximate_gelu
+    python tpu/convert_checkpoint.py --input=bert_google --output=bert.keras --model=pretrainer
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import shutil
 import sys
+from typing import TYPE_CHECKING
 
-import keras
-import tensorflow as tf
 from absl import app, flags, logging
-from tqdm import tqdm
 
-from keras_bert_lite.checkpoints import (
-    CheckpointMismatchError,
-    load_google_checkpoint,
-    load_hf_checkpoint,
-    read_hf_config,
-    resolve_checkpoint_prefix,
-    save_google_checkpoint,
-    save_hf_checkpoint,
-)
-from keras_bert_lite.checkpoints.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
-from keras_bert_lite.checkpoints.release import build_model
-from keras_bert_lite.config import BertConfig
-from keras_bert_lite.models import BertEncoder, BertPretrainer
+if TYPE_CHECKING:
+    import keras
+
+    from keras_bert_lite.checkpoints.release import FolderVocabulary
+    from keras_bert_lite.config import BertConfig
+
+# TensorFlow, Keras and keras_bert_lite are imported by the functions that use them, after the
+# flags are parsed: --help and flag errors answer at once instead of after loading TensorFlow.
 
 FLAGS = flags.FLAGS
 
@@ -58,13 +55,48 @@ flags.DEFINE_enum(
 flags.DEFINE_bool(
     "strict", True, "Fail unless every weight is loaded (an encoder may skip the pre-training heads)."
 )
+flags.DEFINE_string("vocab_file", None, "vocab.txt for the output folder (default: the input folder's).")
+flags.DEFINE_bool(
+    "do_lower_case", None,
+    "Whether the vocabulary is uncased, for the output's tokenizer (default: the input's, from its "
+    "tokenizer_config.json or Google folder name; else inferred from the vocabulary's tokens).",
+)
+flags.DEFINE_bool(
+    "approximate_gelu", False,
+    "For --output_format=google: write a model with the exact (erf) GELU, as Hugging Face models have, "
+    "with the original code's tanh GELU instead. Outputs change slightly (see the README); without "
+    "this flag such a model is refused.",
+)
 
-# Activations the original BERT code understands; others are ours only.
-_GOOGLE_ACTIVATIONS = ("gelu", "relu", "tanh")
+PROGRAM = "convert_checkpoint"
+
+
+@dataclasses.dataclass
+class Source:
+    """What --input holds, known before its weights are read.
+
+    Attributes:
+        format: google, hf or keras.
+        path: the checkpoint prefix (google), folder (hf) or file (keras).
+        config: the model's config.
+        vocab_file: the input's `vocab.txt`, if it has one.
+        lower_case: the input's casing, if it says (a Hugging Face tokenizer config, a Google
+            folder's name or vocabulary).
+        model: the loaded model, for a .keras input (its config comes from it).
+    """
+
+    format: str
+    path: str
+    config: BertConfig
+    vocab_file: str | None = None
+    lower_case: bool | None = None
+    model: keras.Model | None = None
 
 
 def detect_input_format(path: str) -> str:
     """google, hf or keras from the files at `path`."""
+    import tensorflow as tf
+
     if path.endswith(".keras"):
         return "keras"
     if os.path.isdir(path):
@@ -80,92 +112,185 @@ def detect_input_format(path: str) -> str:
     )
 
 
+def _existing(path: str) -> str | None:
+    return path if os.path.isfile(path) else None
+
+
+def _keras_model(path: str) -> keras.Model:
+    import keras
+
+    from keras_bert_lite.models import BertEncoder, BertPretrainer
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--input {path}: file not found.")
+    try:
+        model = keras.saving.load_model(path)
+    except Exception as e:  # Keras raises assorted types for files that are not its models
+        raise ValueError(f"--input {path}: cannot load it as a Keras model: {e}") from None
+    if not isinstance(model, (BertEncoder, BertPretrainer)):
+        raise ValueError(f"--input {path} holds a {type(model).__name__}, not a BertEncoder or BertPretrainer.")
+    if FLAGS.model == "encoder" and isinstance(model, BertPretrainer):
+        model = model.encoder
+    elif FLAGS.model == "pretrainer" and isinstance(model, BertEncoder):
+        raise ValueError(f"--input {path} holds an encoder without pre-training heads; use --model=encoder.")
+    return model
+
+
+def read_source(path: str, fmt: str) -> Source:
+    """The config, vocabulary and casing of --input; for a .keras file, its model."""
+    from keras_bert_lite.checkpoints import read_hf_config, read_hf_lower_case, resolve_checkpoint_prefix
+    from keras_bert_lite.checkpoints.release import VOCAB_NAME, lower_case_for_folder, model_config
+    from keras_bert_lite.config import BertConfig
+    from keras_bert_lite.text import load_vocabulary
+
+    if fmt == "keras":
+        model = _keras_model(path)
+        return Source("keras", path, model_config(model), model=model)
+    if fmt == "hf":
+        vocab_file = _existing(os.path.join(path, VOCAB_NAME))
+        return Source("hf", path, read_hf_config(path), vocab_file, read_hf_lower_case(path) if vocab_file else None)
+    prefix = resolve_checkpoint_prefix(path)
+    folder = os.path.dirname(prefix)
+    config = BertConfig.from_json_file(FLAGS.bert_config_file or os.path.join(folder, "bert_config.json"))
+    vocab_file = _existing(os.path.join(folder, VOCAB_NAME))
+    lower_case = lower_case_for_folder(folder, load_vocabulary(vocab_file)) if vocab_file else None
+    return Source("google", prefix, config, vocab_file, lower_case)
+
+
+def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None:
+    """Everything about the output that can fail, checked before the weights are read.
+
+    Returns:
+        The vocabulary to write (None for a .keras output).
+    """
+    from keras_bert_lite.checkpoints.release import VOCAB_NAME, resolve_vocabulary
+
+    if fmt == "keras":
+        if not path.endswith(".keras"):
+            raise ValueError(f"--output {path}: a .keras output must end with '.keras'.")
+        if os.path.isdir(path):
+            raise ValueError(f"--output {path} is a folder; expected a .keras file path.")
+        return None
+    if os.path.isfile(path):
+        raise ValueError(f"--output {path} is a file; the {fmt} output is a folder.")
+    if fmt == "google":
+        if source.config.hidden_act == "gelu_exact" and not FLAGS.approximate_gelu:
+            raise ValueError(
+                f"--input {source.path} uses the exact (erf) GELU, which Google's original code does not have: pass "
+                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see the README), or "
+                "convert with --output_format=hf."
+            )
+        source.config.to_google_dict(approximate_gelu=FLAGS.approximate_gelu)
+    vocab_file = FLAGS.vocab_file or source.vocab_file
+    if vocab_file is None:
+        raise ValueError(
+            f"--input {source.path} has no {VOCAB_NAME}: pass --vocab_file so that the {fmt} output folder is complete."
+        )
+    lower_case = FLAGS.do_lower_case if FLAGS.do_lower_case is not None else source.lower_case
+    if FLAGS.vocab_file and FLAGS.do_lower_case is None:
+        lower_case = None  # another vocabulary than the input's: its own tokens tell
+    return resolve_vocabulary(vocab_file, source.config, lower_case)
+
+
 def _load(model: keras.Model, loader, path: str, head_prefixes: tuple[str, ...]) -> None:
+    from keras_bert_lite.models import BertEncoder
+
     report = loader(model, path, strict=False)
     if FLAGS.strict:
         report.raise_for_problems(allowed_unexpected=head_prefixes if isinstance(model, BertEncoder) else ())
     logging.info("%s", report)
 
 
-def read_model(path: str, fmt: str) -> tuple[keras.Model, str | None]:
-    """The model held at `path` in format `fmt`, and the path of its vocab.txt if there is one."""
-    if fmt == "keras":
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"--input {path}: file not found.")
-        model = keras.saving.load_model(path)
-        if not isinstance(model, (BertEncoder, BertPretrainer)):
-            raise ValueError(f"--input {path} holds a {type(model).__name__}, not a BertEncoder or BertPretrainer.")
-        if FLAGS.model == "encoder" and isinstance(model, BertPretrainer):
-            model = model.encoder
-        elif FLAGS.model == "pretrainer" and isinstance(model, BertEncoder):
-            raise ValueError(f"--input {path} holds an encoder without pre-training heads; use --model=encoder.")
-        return model, None
-    kind = FLAGS.model or "encoder"
-    if fmt == "hf":
-        model = build_model(read_hf_config(path), kind)
-        _load(model, load_hf_checkpoint, path, HF_HEAD_PREFIXES)
-        folder = path
+def read_model(source: Source) -> keras.Model:
+    """The model held by `source`, with its weights."""
+    from keras_bert_lite.checkpoints import load_google_checkpoint, load_hf_checkpoint
+    from keras_bert_lite.checkpoints.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
+    from keras_bert_lite.checkpoints.release import build_model
+
+    if source.model is not None:
+        return source.model
+    model = build_model(source.config, FLAGS.model or "encoder")
+    if source.format == "hf":
+        _load(model, load_hf_checkpoint, source.path, HF_HEAD_PREFIXES)
     else:
-        prefix = resolve_checkpoint_prefix(path)
-        folder = os.path.dirname(prefix)
-        config = BertConfig.from_json_file(FLAGS.bert_config_file or os.path.join(folder, "bert_config.json"))
-        model = build_model(config, kind)
-        _load(model, load_google_checkpoint, prefix, GOOGLE_HEAD_PREFIXES)
-    vocab = os.path.join(folder, "vocab.txt")
-    return model, vocab if os.path.isfile(vocab) else None
+        _load(model, load_google_checkpoint, source.path, GOOGLE_HEAD_PREFIXES)
+    return model
 
 
-def write_model(model: keras.Model, vocab: str | None, path: str, fmt: str) -> None:
-    """Writes `model` (and a copy of `vocab`) to `path` in format `fmt`."""
+def write_model(model: keras.Model, vocab: FolderVocabulary | None, path: str, fmt: str) -> list[str]:
+    """Writes `model` (and `vocab`) to `path` in format `fmt`; returns the files written."""
+    from keras_bert_lite.atomic import atomic_write
+    from keras_bert_lite.checkpoints import save_google_checkpoint, save_hf_checkpoint
+    from keras_bert_lite.checkpoints.release import VOCAB_NAME
+
     if fmt == "keras":
-        if not path.endswith(".keras"):
-            raise ValueError(f"--output {path}: a .keras output must end with '.keras'.")
-        if os.path.dirname(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        model.save(path)
-        return
-    config = model.encoder.config if isinstance(model, BertPretrainer) else model.config
+        # Keras names its format by the suffix, so the temporary name keeps it.
+        with atomic_write(path[: -len(".keras")], suffixes=(".keras",)) as (temporary,):
+            model.save(temporary + ".keras")
+        return [path]
+    vocabulary = list(vocab.tokens)
     if fmt == "google":
-        if config.hidden_act not in _GOOGLE_ACTIVATIONS:
-            logging.warning(
-                "hidden_act %r is not understood by Google's original modeling.py (it knows %s).",
-                config.hidden_act, _GOOGLE_ACTIVATIONS,
-            )
-        save_google_checkpoint(model, os.path.join(path, "bert_model.ckpt"))
-        config.to_json_file(os.path.join(path, "bert_config.json"))
+        save_google_checkpoint(model, os.path.join(path, "bert_model.ckpt"), vocabulary,
+                               lower_case=vocab.lower_case, approximate_gelu=FLAGS.approximate_gelu)
+        names = ["bert_model.ckpt.index", "bert_model.ckpt.data-00000-of-00001", "bert_config.json", VOCAB_NAME]
     else:
-        save_hf_checkpoint(model, path)
-    if vocab:
-        shutil.copyfile(vocab, os.path.join(path, "vocab.txt"))
+        save_hf_checkpoint(model, path, vocabulary, lower_case=vocab.lower_case)
+        names = ["model.safetensors", "config.json", VOCAB_NAME, "tokenizer_config.json"]
+    return [os.path.join(path, name) for name in names]
+
+
+def convert() -> None:
+    import tensorflow as tf
+    from tqdm import tqdm
+
+    output_format = FLAGS.output_format or ("keras" if FLAGS.output.endswith(".keras") else None)
+    if output_format is None:
+        raise ValueError(f"--output {FLAGS.output}: give --output_format (google, hf or keras).")
+    input_format = FLAGS.input_format
+    if input_format == "auto":
+        input_format = detect_input_format(FLAGS.input)
+    source = read_source(FLAGS.input, input_format)
+    vocab = check_output(source, FLAGS.output, output_format)
+    logging.info("Converting %s (%s) to %s (%s).", FLAGS.input, input_format, FLAGS.output, output_format)
+    with tqdm(total=2, desc="convert", unit="step") as progress:
+        progress.set_postfix_str("reading weights")
+        model = read_model(source)
+        progress.update()
+        progress.set_postfix_str(f"writing {output_format}")
+        written = write_model(model, vocab, FLAGS.output, output_format)
+        progress.update()
+    casing = "" if vocab is None else f", {'uncased' if vocab.lower_case else 'cased'} vocabulary of {len(vocab.tokens)}"
+    logging.info(
+        "Converted %s (%s with %d weights%s). Wrote:\n  %s",
+        FLAGS.input, type(model).__name__, len(model.weights), casing,
+        "\n  ".join(f"{name} ({tf.io.gfile.stat(name).length:,} bytes)" for name in written),
+    )
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with a bad or missing flag reported as one error line."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        sys.exit(f"{PROGRAM}: error: {e}")
 
 
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    output_format = FLAGS.output_format or ("keras" if FLAGS.output.endswith(".keras") else None)
+        sys.exit(f"{PROGRAM}: error: unexpected arguments: {' '.join(argv[1:])} (flags are --name=value).")
+    import tensorflow as tf
+
+    from keras_bert_lite.checkpoints import CheckpointMismatchError
+
     try:
-        if output_format is None:
-            raise ValueError(f"--output {FLAGS.output}: give --output_format (google, hf or keras).")
-        input_format = FLAGS.input_format
-        with tqdm(total=2, desc="convert", unit="step") as progress:
-            if input_format == "auto":
-                input_format = detect_input_format(FLAGS.input)
-            progress.set_postfix_str(f"reading {input_format}")
-            model, vocab = read_model(FLAGS.input, input_format)
-            progress.update()
-            progress.set_postfix_str(f"writing {output_format}")
-            write_model(model, vocab, FLAGS.output, output_format)
-            progress.update()
+        convert()
     except CheckpointMismatchError as e:
-        sys.exit(f"convert_checkpoint: error: {e}\n(With this script: --nostrict.)")
-    except (ValueError, FileNotFoundError, TypeError) as e:
-        sys.exit(f"convert_checkpoint: error: {e}")
-    logging.info(
-        "Converted %s (%s, %s, %d weights) to %s (%s).",
-        FLAGS.input, input_format, type(model).__name__, len(model.weights), FLAGS.output, output_format,
-    )
+        sys.exit(f"{PROGRAM}: error: {e.report.source} does not match the model: {'; '.join(e.problems)}. "
+                 "Pass --nostrict to convert what fits.")
+    except (ValueError, TypeError, OSError, tf.errors.OpError) as e:
+        sys.exit(f"{PROGRAM}: error: {e}")
 
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input", "output"])
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import sys
 
+import tensorflow as tf
 from absl import app, flags, logging
 
 from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.data.pretraining_writer import check_output_files, create_pretraining_data
+from keras_bert_lite.text.tokenizer import load_vocabulary
 
 FLAGS = flags.FLAGS
 
@@ -52,15 +54,33 @@ flags.DEFINE_integer("max_documents", 0, "Use only the first N documents of the 
 
 
 def output_files(output_file: str, num_shards: int) -> list[str]:
-    """The output paths from --output_file and --num_shards."""
+    """The output paths from --output_file and --num_shards, checked to be writable.
+
+    Raises:
+        ValueError: the message names the flag at fault.
+    """
     paths = [p.strip() for p in output_file.split(",") if p.strip()]
     if num_shards < 1:
         raise ValueError(f"--num_shards must be at least 1, got {num_shards}.")
-    if num_shards == 1:
-        return paths
-    if len(paths) != 1:
-        raise ValueError("--num_shards needs a single --output_file path to derive the shard names from.")
-    return [f"{paths[0]}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+    if num_shards > 1:
+        if len(paths) != 1:
+            raise ValueError("--num_shards needs a single --output_file path to derive the shard names from.")
+        paths = [f"{paths[0]}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+    try:
+        return check_output_files(paths)
+    except ValueError as e:
+        raise ValueError(f"--output_file: {e}") from None
+
+
+def check_vocab_file(path: str) -> None:
+    """Reads --vocab_file once, so that a bad one is reported before the corpus is loaded."""
+    try:
+        if tf.io.gfile.isdir(path):
+            raise ValueError(f"{path} is a folder, expected a vocab.txt file")
+        load_vocabulary(path)
+    except (ValueError, OSError, tf.errors.OpError) as e:
+        reason = e.message if isinstance(e, tf.errors.OpError) else str(e)
+        raise ValueError(f"--vocab_file: {reason.rstrip('.')}.") from None
 
 
 def load_corpus() -> list[list[str]]:
@@ -85,6 +105,7 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     try:
+        check_vocab_file(FLAGS.vocab_file)
         paths = output_files(FLAGS.output_file, FLAGS.num_shards)
         documents = load_corpus()
         logging.info("Corpus: %d documents, %d sentences.", len(documents), sum(len(d) for d in documents))

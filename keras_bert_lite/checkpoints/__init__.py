@@ -12,6 +12,7 @@ from keras_bert_lite.checkpoints.huggingface import (
     hf_config_from_bert,
     load_hf_checkpoint,
     read_hf_config,
+    read_hf_lower_case,
     save_hf_checkpoint,
 )
 from keras_bert_lite.checkpoints.report import CheckpointMismatchError, LoadReport
@@ -26,6 +27,7 @@ __all__ = [
     "load_google_checkpoint",
     "load_hf_checkpoint",
     "read_hf_config",
+    "read_hf_lower_case",
     "resolve_checkpoint_prefix",
     "save_google_checkpoint",
     "save_hf_checkpoint",

@@ -7,22 +7,40 @@ Example:
 
     >>> pretrainer = BertPretrainer(BertEncoder(BertConfig.from_json_file("bert_config.json")))
     >>> report = load_google_checkpoint(pretrainer, "uncased_L-12_H-768_A-12/bert_model.ckpt")
-    >>> save_google_checkpoint(pretrainer, "out/bert_model.ckpt")  # readable by the original code
+    >>> save_google_checkpoint(pretrainer, "out/bert_model.ckpt", "uncased_L-12_H-768_A-12/vocab.txt")
 """
 
 from __future__ import annotations
 
+import json
 import os
-import uuid
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from keras_bert_lite.atomic import atomic_write
 from keras_bert_lite.checkpoints.mapping import GOOGLE_HEAD_PREFIXES, weight_specs
-from keras_bert_lite.checkpoints.release import build_model, lower_case_from_name, make_preprocessor
+from keras_bert_lite.checkpoints.release import (
+    VOCAB_NAME,
+    VocabularySource,
+    build_model,
+    lower_case_for_folder,
+    make_preprocessor,
+    model_config,
+    publishing,
+    resolve_vocabulary,
+)
 from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
 from keras_bert_lite.config import BertConfig
+from keras_bert_lite.text import load_vocabulary
+
+CHECKPOINT_NAME = "bert_model.ckpt"
+CONFIG_NAME = "bert_config.json"
+# The files SaveV2 writes from one device: the data shard, then the index that makes the
+# checkpoint visible (the order they are published in).
+BUNDLE_SUFFIXES = (".data-00000-of-00001", ".index")
 
 # Errors the checkpoint reader raises for unreadable (truncated, corrupt) files.
 _READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, RuntimeError)
@@ -112,46 +130,79 @@ def load_google_checkpoint(model: keras.Model, ckpt_path: str | os.PathLike, str
     return restore_weights(weight_specs(model, "google"), shapes, read, strict=strict, source=prefix)
 
 
-def save_google_checkpoint(model: keras.Model, path: str | os.PathLike) -> str:
-    """Writes a `BertEncoder`'s or `BertPretrainer`'s weights as an original TF1 checkpoint.
+def save_google_checkpoint(
+    model: keras.Model,
+    path: str | os.PathLike,
+    vocabulary: VocabularySource | None = None,
+    *,
+    lower_case: bool | None = None,
+    approximate_gelu: bool = False,
+) -> str:
+    """Writes a Google release folder: the TF1 checkpoint, `bert_config.json` and `vocab.txt`.
 
-    The files (`{path}.index`, `{path}.data-00000-of-00001`) hold exactly the original variable
-    names, shapes and float32 values, so Google's `modeling.py` / `run_pretraining.py` restore
-    them with `tf.train.init_from_checkpoint` or a `tf.compat.v1.train.Saver`. The bundle is
-    written under a temporary prefix and renamed into place, so an interrupted save never leaves a
-    half-written checkpoint at `path`. Pair it with `model.config.to_json_file("bert_config.json")`.
+    The checkpoint files (`{path}.index`, `{path}.data-00000-of-00001`) hold exactly the original
+    variable names, shapes and float32 values; `bert_config.json` (next to them) holds only
+    Google's keys, with values the original code computes the same function with. So
+    `from_google_checkpoint(folder)` and Google's own `modeling.py` + `tokenization.py` (e.g.
+    `run_classifier.py --init_checkpoint=... --bert_config_file=... --vocab_file=...`) both load
+    the folder. Every file is written under a temporary name and renamed into place, the config
+    last, so an interrupted save leaves the previous files, never half of them.
+
+    Google's folders record the casing only in their name (`uncased_L-12_H-768_A-12`);
+    `from_google_checkpoint` reads it from there, or else from the vocabulary. A warning is
+    logged when that would contradict `lower_case`.
 
     Args:
         model: a `BertEncoder` (writes `bert/*`) or `BertPretrainer` (also `cls/*`).
         path: the checkpoint prefix, e.g. `out/bert_model.ckpt`; parent folders are created.
+        vocabulary: the `vocab.txt` to write: a path, a list of tokens, a `BertTokenizer` or a
+            `BertPreprocessor`. Without one the folder has no vocabulary (a warning says so).
+        lower_case: the casing (None: the tokenizer's, or inferred from the tokens).
+        approximate_gelu: the original code has only the tanh GELU; True writes a model with the
+            exact erf GELU ("gelu_exact", as converted from Hugging Face) as "gelu", which changes
+            its outputs slightly (README: "Load released weights"). False refuses such a model.
 
     Returns:
         The prefix written.
+
+    Raises:
+        TypeError: `model` is not a `BertEncoder` or `BertPretrainer`.
+        ValueError: before anything is written, when the config cannot be expressed for the
+            original code (see `BertConfig.to_google_dict`) or the vocabulary does not fit.
     """
     path = os.fspath(path)
     specs = weight_specs(model, "google")
+    config = model_config(model)
+    google_config = config.to_google_dict(approximate_gelu=approximate_gelu)
     directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+    files = {}
+    if vocabulary is None:
+        if not tf.io.gfile.exists(os.path.join(directory, VOCAB_NAME)):
+            logging.warning("No vocabulary given: %s has no %s, so it does not load on its own.", directory, VOCAB_NAME)
+    else:
+        vocab = resolve_vocabulary(vocabulary, config, lower_case)
+        if vocab.lower_case != lower_case_for_folder(directory, vocab.tokens):
+            logging.warning(
+                "The vocabulary (%s) is %s, but from_google_checkpoint will read this folder as %s (from its "
+                "name or vocabulary): load it with lower_case=%s, or name the folder cased_* / uncased_*.",
+                vocab.source, "uncased" if vocab.lower_case else "cased",
+                "cased" if vocab.lower_case else "uncased", vocab.lower_case,
+            )
+        files[VOCAB_NAME] = vocab.text
+    files[CONFIG_NAME] = json.dumps(google_config, indent=2, sort_keys=True) + "\n"
     tensors = []
     for spec in specs:
         value = keras.ops.convert_to_numpy(spec.variable)
         tensors.append(tf.constant(value.T if spec.transpose else value))
-    try:
+    with publishing(directory, files), atomic_write(path, suffixes=BUNDLE_SUFFIXES) as (temporary,):
         tf.raw_ops.SaveV2(
-            prefix=tmp,
+            prefix=temporary,
             tensor_names=[spec.name for spec in specs],
             shape_and_slices=[""] * len(specs),
             tensors=tensors,
         )
-        # Data shard(s) first, index last: the index is what makes a checkpoint visible.
-        for data_file in tf.io.gfile.glob(tmp + ".data-*"):
-            tf.io.gfile.rename(data_file, path + data_file[len(tmp):], overwrite=True)
-        tf.io.gfile.rename(tmp + ".index", path + ".index", overwrite=True)
-    finally:
-        for leftover in tf.io.gfile.glob(tmp + ".*"):
-            tf.io.gfile.remove(leftover)
+    logging.info("Wrote %s.{index,data-00000-of-00001} and %s in %s", os.path.basename(path), ", ".join(files),
+                 directory or ".")
     return path
 
 
@@ -172,21 +223,23 @@ def from_google_checkpoint(
             "pretrainer" (a `BertPretrainer`; the checkpoint must hold the `cls/*` heads).
         seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
         lower_case: whether the vocabulary is uncased; None infers it from the folder name as
-            Google's releases are named ("cased" in the name, e.g. `cased_L-12_H-768_A-12` or
-            `multi_cased_...`, means False; otherwise True).
+            Google's releases are named (`uncased_*` True; `cased_*`, `multi_cased_*` False), and
+            for other names from the vocabulary (cased if a token has an upper-case letter).
 
     Returns:
         (model, preprocessor): the loaded model and a `BertPreprocessor` for its vocabulary.
 
     Raises:
-        FileNotFoundError: naming a missing file. CheckpointMismatchError: when the checkpoint
-        does not fit `bert_config.json` (anything other than unused heads for an encoder).
+        FileNotFoundError: naming a missing file.
+        ValueError: naming the file, for an invalid `bert_config.json`, `vocab.txt` or checkpoint.
+        CheckpointMismatchError: (a ValueError) when the checkpoint does not fit `bert_config.json`
+            (anything other than unused heads for an encoder).
     """
     directory = os.fspath(directory)
-    config = BertConfig.from_json_file(os.path.join(directory, "bert_config.json"))
-    vocab_file = os.path.join(directory, "vocab.txt")
+    config = BertConfig.from_json_file(os.path.join(directory, CONFIG_NAME))
+    vocab_file = os.path.join(directory, VOCAB_NAME)
     if lower_case is None:
-        lower_case = lower_case_from_name(directory)
+        lower_case = lower_case_for_folder(directory, load_vocabulary(vocab_file))
     preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case)
     target = build_model(config, model)
     report = load_google_checkpoint(target, directory, strict=False)

@@ -8,31 +8,39 @@ Example:
 
     >>> encoder, preprocessor = from_hf_checkpoint("all-MiniLM-L6-v2")
     >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
-    >>> save_hf_checkpoint(encoder, "exported")  # loads with transformers.BertModel.from_pretrained
+    >>> save_hf_checkpoint(encoder, "exported", preprocessor)  # transformers' from_pretrained loads it
 """
 
 from __future__ import annotations
 
 import json
 import os
-import uuid
 from typing import Any
 
 import keras
 import numpy as np
-import safetensors
 import safetensors.numpy
+import tensorflow as tf
+from absl import logging
 
+from keras_bert_lite.checkpoints.hf_weights import SAFETENSORS_NAME, normalize_names, read_hf_weights
 from keras_bert_lite.checkpoints.mapping import HF_HEAD_PREFIXES, weight_specs
-from keras_bert_lite.checkpoints.release import build_model, make_preprocessor
+from keras_bert_lite.checkpoints.release import (
+    VOCAB_NAME,
+    FolderVocabulary,
+    VocabularySource,
+    build_model,
+    make_preprocessor,
+    model_config,
+    publishing,
+    resolve_vocabulary,
+)
 from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
 from keras_bert_lite.config import BertConfig, read_json_file
 from keras_bert_lite.models import BertPretrainer
 
 CONFIG_NAME = "config.json"
-SAFETENSORS_NAME = "model.safetensors"
-SAFETENSORS_INDEX_NAME = "model.safetensors.index.json"
-PYTORCH_NAME = "pytorch_model.bin"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 
 # Hugging Face `hidden_act` -> ours. HF's "gelu" is the exact erf form; its tanh approximations
 # ("gelu_new", "gelu_pytorch_tanh") are BERT's original GELU, our "gelu".
@@ -70,10 +78,14 @@ _SHAPELESS_FIELDS = ("num_attention_heads", "hidden_act", "layer_norm_eps")
 def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> BertConfig:
     """Converts a Hugging Face BERT `config.json` dict into a `BertConfig`.
 
+    Keys a `config.json` leaves out take `transformers.BertConfig`'s defaults, as in `transformers`.
+
     Raises:
-        ValueError: naming `source` and the field, for a model that is not a BERT with absolute
-            positions, or an activation we do not implement.
+        ValueError: naming `source` (and the field): not a JSON object, a model that is not a BERT
+            with absolute positions, an activation we do not implement, or an invalid value.
     """
+    if not isinstance(values, dict):
+        raise ValueError(f"{source}: expected a JSON object of config fields, got {type(values).__name__}.")
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
         raise ValueError(f"{source}: model_type {model_type!r} is not a BERT model ('bert').")
@@ -81,7 +93,7 @@ def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> Be
     if position_type != "absolute":
         raise ValueError(f"{source}: position_embedding_type {position_type!r} is not supported (only 'absolute').")
     fields = {key: values.get(key, default) for key, default in _HF_DEFAULTS.items()}
-    if fields["hidden_act"] not in _ACTIVATIONS_FROM_HF:
+    if not isinstance(fields["hidden_act"], str) or fields["hidden_act"] not in _ACTIVATIONS_FROM_HF:
         raise ValueError(
             f"{source}: hidden_act {fields['hidden_act']!r} is not supported; expected one of "
             f"{sorted(_ACTIVATIONS_FROM_HF)}."
@@ -89,7 +101,7 @@ def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> Be
     fields["hidden_act"] = _ACTIVATIONS_FROM_HF[fields["hidden_act"]]
     try:
         return BertConfig(**fields)
-    except (TypeError, ValueError) as e:
+    except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
 
 
@@ -104,96 +116,17 @@ def hf_config_from_bert(config: BertConfig, architecture: str = "BertModel") -> 
 
 
 def read_hf_config(directory: str | os.PathLike) -> BertConfig:
-    """Reads `directory/config.json` as a `BertConfig` (see `bert_config_from_hf`)."""
-    path = os.path.join(os.fspath(directory), CONFIG_NAME)
-    return bert_config_from_hf(read_json_file(path, "Hugging Face config"), source=path)
-
-
-def _read_safetensors(path: str) -> dict[str, np.ndarray]:
-    try:
-        return safetensors.numpy.load_file(path)
-    except (safetensors.SafetensorError, OSError, ValueError) as e:
-        raise ValueError(f"Cannot read {path} (truncated or corrupt?): {e}") from None
-
-
-def _read_pytorch(path: str) -> dict[str, np.ndarray]:
-    try:
-        import torch
-    except ImportError:
-        raise ImportError(f"{path} is a PyTorch file; reading it needs torch (or use model.safetensors).") from None
-    try:
-        # weights_only=True: unpickling may only rebuild tensors, never run code.
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises assorted types for bad or unsafe pickles
-        raise ValueError(f"Cannot read {path} as a PyTorch state dict: {e}") from None
-    if not isinstance(state, dict):
-        raise ValueError(f"{path} holds a {type(state).__name__}, not a state dict of tensors.")
-    out = {}
-    for name, tensor in state.items():
-        if tensor.dtype == torch.bfloat16:
-            tensor = tensor.float()
-        out[name] = tensor.detach().numpy()
-    return out
-
-
-def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray], str]:
-    """Reads all tensors of a Hugging Face folder, as saved (original names, [out, in] weights).
-
-    Looks for `model.safetensors`, then a sharded `model.safetensors.index.json`, then
-    `pytorch_model.bin` (only if torch is installed; read with `weights_only=True`).
-
-    Returns:
-        (name -> numpy array, path of what was read).
+    """Reads `directory/config.json` as a `BertConfig` (see `bert_config_from_hf`).
 
     Raises:
-        FileNotFoundError: none of these files exist. ValueError: a file cannot be read.
+        FileNotFoundError: no `config.json` in `directory`.
+        ValueError: `directory` is a file, or `config.json` is not a valid BERT config (naming it).
     """
     directory = os.fspath(directory)
-    single = os.path.join(directory, SAFETENSORS_NAME)
-    index = os.path.join(directory, SAFETENSORS_INDEX_NAME)
-    pytorch = os.path.join(directory, PYTORCH_NAME)
-    if os.path.isfile(single):
-        return _read_safetensors(single), single
-    if os.path.isfile(index):
-        try:
-            with open(index, encoding="utf-8") as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
-        except (json.JSONDecodeError, KeyError, AttributeError) as e:
-            raise ValueError(f"{index}: not a safetensors index (needs a 'weight_map'): {e}") from None
-        weights = {}
-        for shard in shards:
-            weights.update(_read_safetensors(os.path.join(directory, shard)))
-        return weights, index
-    if os.path.isfile(pytorch):
-        return _read_pytorch(pytorch), pytorch
-    raise FileNotFoundError(
-        f"No Hugging Face weights in {directory}: expected {SAFETENSORS_NAME}, {SAFETENSORS_INDEX_NAME} "
-        f"or {PYTORCH_NAME}."
-    )
-
-
-def _normalize_names(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """BertModel and BertForPreTraining names in one form: no `bert.` prefix, LayerNorm
-    weight/bias (older files say gamma/beta), without buffers and tied copies."""
-    out = {}
-    for name, value in weights.items():
-        if name.startswith("bert."):
-            name = name[len("bert."):]
-        if ".LayerNorm." in name or name.startswith("LayerNorm."):
-            name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-        out[name] = value
-    out.pop("embeddings.position_ids", None)  # a buffer of 0..P-1, not a weight
-    # The MLM decoder is tied to the word embeddings and its bias to cls.predictions.bias; drop
-    # the copies some files hold, keep anything that differs so it is reported.
-    if "cls.predictions.decoder.bias" in out and "cls.predictions.bias" not in out:
-        out["cls.predictions.bias"] = out.pop("cls.predictions.decoder.bias")
-    for copy, original in (
-        ("cls.predictions.decoder.weight", "embeddings.word_embeddings.weight"),
-        ("cls.predictions.decoder.bias", "cls.predictions.bias"),
-    ):
-        if copy in out and original in out and np.array_equal(out[copy], out[original]):
-            del out[copy]
-    return out
+    if os.path.isfile(directory):
+        raise ValueError(f"{directory} is a file; expected a Hugging Face model folder (config.json, model.safetensors).")
+    path = os.path.join(directory, CONFIG_NAME)
+    return bert_config_from_hf(read_json_file(path, "Hugging Face config"), source=path)
 
 
 def _config_mismatches(checkpoint: BertConfig, model: BertConfig, source: str) -> list[str]:
@@ -202,10 +135,6 @@ def _config_mismatches(checkpoint: BertConfig, model: BertConfig, source: str) -
         for field in _SHAPELESS_FIELDS
         if getattr(checkpoint, field) != getattr(model, field)
     ]
-
-
-def _model_config(model: keras.Model) -> BertConfig:
-    return model.encoder.config if isinstance(model, BertPretrainer) else model.config
 
 
 def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict: bool = True) -> LoadReport:
@@ -231,27 +160,39 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
 
     Raises:
         FileNotFoundError: `config.json` or the weights are missing (naming the path).
-        ValueError: a file cannot be read. CheckpointMismatchError: in strict mode, a mismatch.
+        ValueError: naming the file (and tensor), when a file cannot be read or a tensor is not
+            floating point or holds NaN or infinite values.
+        CheckpointMismatchError: (a ValueError) in strict mode, a mismatch.
     """
     directory = os.fspath(directory)
     checkpoint_config = read_hf_config(directory)
     weights, source = read_hf_weights(directory)
-    weights = _normalize_names(weights)
+    weights = normalize_names(weights)
     return restore_weights(
         weight_specs(model, "hf"),
         {name: value.shape for name, value in weights.items()},
         weights.__getitem__,
         strict=strict,
         source=source,
-        config_mismatches=_config_mismatches(checkpoint_config, _model_config(model), CONFIG_NAME),
+        config_mismatches=_config_mismatches(checkpoint_config, model_config(model), CONFIG_NAME),
     )
 
 
-def _lower_case_from_tokenizer_config(directory: str) -> bool:
-    path = os.path.join(directory, "tokenizer_config.json")
+def read_hf_lower_case(directory: str | os.PathLike) -> bool:
+    """`do_lower_case` of a Hugging Face folder's `tokenizer_config.json`; True (transformers'
+    default) without one.
+
+    Raises:
+        ValueError: naming the file, when it is not a JSON object with a boolean `do_lower_case`.
+    """
+    path = os.path.join(os.fspath(directory), TOKENIZER_CONFIG_NAME)
     if not os.path.isfile(path):
         return True
-    return bool(read_json_file(path, "Tokenizer config").get("do_lower_case", True))
+    values = read_json_file(path, "Tokenizer config")
+    lower_case = values.get("do_lower_case", True) if isinstance(values, dict) else None
+    if not isinstance(lower_case, bool):
+        raise ValueError(f"{path}: expected a JSON object whose do_lower_case is true or false.")
+    return lower_case
 
 
 def from_hf_checkpoint(
@@ -276,50 +217,90 @@ def from_hf_checkpoint(
     directory = os.fspath(directory)
     config = read_hf_config(directory)
     if lower_case is None:
-        lower_case = _lower_case_from_tokenizer_config(directory)
-    preprocessor = make_preprocessor(os.path.join(directory, "vocab.txt"), config, seq_length, lower_case)
+        lower_case = read_hf_lower_case(directory)
+    preprocessor = make_preprocessor(os.path.join(directory, VOCAB_NAME), config, seq_length, lower_case)
     target = build_model(config, model)
     report = load_hf_checkpoint(target, directory, strict=False)
     report.raise_for_problems(allowed_unexpected=HF_HEAD_PREFIXES if model == "encoder" else ())
     return target, preprocessor
 
 
-def save_hf_checkpoint(model: keras.Model, directory: str | os.PathLike) -> str:
-    """Writes `config.json` + `model.safetensors` that `transformers` loads.
+def hf_tokenizer_config(vocab: FolderVocabulary, config: BertConfig) -> dict[str, Any]:
+    """`tokenizer_config.json` for `transformers.AutoTokenizer`: a `BertTokenizer` with `vocab`'s casing.
 
-    A `BertEncoder` is written as a `BertModel` (unprefixed names); a `BertPretrainer` as a
-    `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not duplicated). Files are
-    written under temporary names and renamed into place. Copy `vocab.txt` next to them to make a
-    complete folder.
+    `strip_accents` None means "as `do_lower_case`", which is what our tokenizer does.
+    """
+    return {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": vocab.lower_case,
+        "strip_accents": None,
+        "tokenize_chinese_chars": True,
+        "model_max_length": config.max_position_embeddings,
+        "unk_token": "[UNK]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
+
+
+def _json_text(values: dict[str, Any]) -> str:
+    return json.dumps(values, indent=2, sort_keys=True) + "\n"
+
+
+def save_hf_checkpoint(
+    model: keras.Model,
+    directory: str | os.PathLike,
+    vocabulary: VocabularySource | None = None,
+    *,
+    lower_case: bool | None = None,
+) -> str:
+    """Writes a Hugging Face folder that `transformers` loads, model and tokenizer.
+
+    Files: `model.safetensors`, `vocab.txt`, `tokenizer_config.json` (a `BertTokenizer` with
+    `do_lower_case`) and `config.json`, so `transformers.AutoTokenizer.from_pretrained(folder)` and
+    `BertModel.from_pretrained(folder)` (or `BertForPreTraining`) work, as does
+    `from_hf_checkpoint(folder)`. A `BertEncoder` is written as a `BertModel` (unprefixed names); a
+    `BertPretrainer` as a `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not
+    duplicated). Every file is written under a temporary name and renamed into place, `config.json`
+    last, so an interrupted save leaves the previous files, never half of them. Hugging Face's
+    tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
 
     Args:
         model: a `BertEncoder` or `BertPretrainer`.
-        directory: output folder (created if needed).
+        directory: output folder (local or `tf.io.gfile`; created if needed).
+        vocabulary: the `vocab.txt` to write: a path, a list of tokens, a `BertTokenizer` or a
+            `BertPreprocessor`. Without one no tokenizer files are written (a warning says so).
+        lower_case: `do_lower_case` (None: the tokenizer's, or inferred from the tokens).
 
     Returns:
         The folder written.
+
+    Raises:
+        TypeError: `model` is not a `BertEncoder` or `BertPretrainer`.
+        ValueError: before anything is written, when the vocabulary does not fit the model.
     """
     directory = os.fspath(directory)
     pretrainer = isinstance(model, BertPretrainer)
+    specs = weight_specs(model, "hf")
+    config = model_config(model)
+    hf_config = hf_config_from_bert(config, "BertForPreTraining" if pretrainer else "BertModel")
+    vocab = None if vocabulary is None else resolve_vocabulary(vocabulary, config, lower_case)
     tensors = {}
-    for spec in weight_specs(model, "hf"):
+    for spec in specs:
         value = keras.ops.convert_to_numpy(spec.variable)
         name = spec.name if not pretrainer or spec.name.startswith("cls.") else "bert." + spec.name
         tensors[name] = np.ascontiguousarray(value.T if spec.transpose else value)
-    config = hf_config_from_bert(_model_config(model), "BertForPreTraining" if pretrainer else "BertModel")
-    os.makedirs(directory, exist_ok=True)
-    tag = uuid.uuid4().hex
-    weights_tmp = os.path.join(directory, f".{SAFETENSORS_NAME}.{tag}")
-    config_tmp = os.path.join(directory, f".{CONFIG_NAME}.{tag}")
-    try:
-        safetensors.numpy.save_file(tensors, weights_tmp, metadata={"format": "pt"})
-        with open(config_tmp, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(weights_tmp, os.path.join(directory, SAFETENSORS_NAME))
-        os.replace(config_tmp, os.path.join(directory, CONFIG_NAME))
-    finally:
-        for leftover in (weights_tmp, config_tmp):
-            if os.path.exists(leftover):
-                os.remove(leftover)
+    files = {SAFETENSORS_NAME: safetensors.numpy.save(tensors, metadata={"format": "pt"})}
+    if vocab is None:
+        if not tf.io.gfile.exists(os.path.join(directory, VOCAB_NAME)):
+            logging.warning("No vocabulary given: %s has no %s or tokenizer files.", directory, VOCAB_NAME)
+    else:
+        hf_config["pad_token_id"] = vocab.tokens.index("[PAD]")
+        files[VOCAB_NAME] = vocab.text
+        files[TOKENIZER_CONFIG_NAME] = _json_text(hf_tokenizer_config(vocab, config))
+    files[CONFIG_NAME] = _json_text(hf_config)
+    with publishing(directory, files):
+        pass
+    logging.info("Wrote %s in %s", ", ".join(files), directory)
     return directory

@@ -92,10 +92,12 @@ class LoadReport:
 
 
 class CheckpointMismatchError(ValueError):
-    """A checkpoint does not fit the model; `.report` holds the full `LoadReport`."""
+    """A checkpoint does not fit the model; `.report` holds the full `LoadReport`, `.problems` one
+    line per kind of problem."""
 
     def __init__(self, report: LoadReport, problems: list[str]):
         self.report = report
+        self.problems = problems
         super().__init__(
             f"Checkpoint {report.source} does not match the model:\n  " + "\n  ".join(problems)
             + "\n(Pass strict=False to load what fits and get the report instead.)"
@@ -132,8 +134,13 @@ def restore_weights(
         config_mismatches: problems already found by comparing configs.
 
     Returns:
-        The `LoadReport`. All values are read before any weight is assigned, so an unreadable
-        checkpoint leaves the model unchanged.
+        The `LoadReport`. All values are read and checked before any weight is assigned, so an
+        unreadable checkpoint leaves the model unchanged.
+
+    Raises:
+        CheckpointMismatchError: in strict mode, naming every problem.
+        ValueError: naming `source` and the tensor, for a tensor that is not floating point or
+            holds NaN or infinite values (never assigned: they would poison every output).
     """
     loaded, missing, mismatched, sliced = [], [], [], []
     for spec in specs:
@@ -160,12 +167,31 @@ def restore_weights(
     )
     if strict:
         report.raise_for_problems()
-    values = []
-    for spec in loaded:
-        value = np.asarray(read(spec.name))
-        if spec.transpose:
-            value = value.T
-        values.append(value[: spec.variable.shape[0]] if spec.sliceable else value)
+    values = [_checked_value(spec, read(spec.name), source) for spec in loaded]
     for spec, value in zip(loaded, values):
-        spec.variable.assign(value.astype(spec.variable.dtype))
+        spec.variable.assign(value)
     return report
+
+
+def _is_floating(dtype: np.dtype) -> bool:
+    # bfloat16 and float8 arrays (from ml_dtypes) are not NumPy floating types but are weights.
+    return dtype.kind == "f" or dtype.name.startswith(("bfloat", "float"))
+
+
+def _checked_value(spec: WeightSpec, value: np.ndarray, source: str) -> np.ndarray:
+    """`value` laid out and cast for `spec.variable`; a clear error for values no model can use."""
+    value = np.asarray(value)
+    if not _is_floating(value.dtype):
+        raise ValueError(f"{source}: tensor {spec.name} has dtype {value.dtype}; weights must be floating point.")
+    if spec.transpose:
+        value = value.T
+    if spec.sliceable:
+        value = value[: spec.variable.shape[0]]
+    with np.errstate(over="ignore"):  # values beyond the variable's dtype are reported below
+        value = value.astype(spec.variable.dtype)
+    if not np.isfinite(value).all():
+        raise ValueError(
+            f"{source}: tensor {spec.name} holds NaN or infinite values (or values beyond "
+            f"{spec.variable.dtype}); the checkpoint is corrupt or from a diverged run."
+        )
+    return value

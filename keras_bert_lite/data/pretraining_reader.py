@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from keras_bert_lite.data.pretraining_files import check_pretraining_files, check_shape_arguments
-from keras_bert_lite.data.pretraining_format import PREDICTION_FEATURES, SEQUENCE_FEATURES
+from keras_bert_lite.data.pretraining_format import PREDICTION_FEATURES
+from keras_bert_lite.data.pretraining_records import read_checked_records, unpack_features
 from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
 from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer
 
@@ -70,8 +71,9 @@ def pretraining_dataset(
         `input_type_ids` int32 [batch, seq_length] and `masked_lm_positions` int32
         [batch, max_predictions_per_seq]; labels `masked_lm_ids` int32 and `masked_lm_weights`
         float32 [batch, max_predictions_per_seq], `next_sentence_labels` int32 [batch, 1].
-        Iterating raises `InvalidArgumentError` naming the feature, both lengths and the file
-        when a record lacks a feature or has one of the wrong length.
+        Iterating raises `InvalidArgumentError` "<file>, record <n>: <problem>" at the first
+        record that cannot be read or parsed, lacks a feature, has one of the wrong length, or
+        holds a value out of range (see `read_checked_records`).
 
     Raises:
         FileNotFoundError: a pattern matches no file.
@@ -89,15 +91,16 @@ def pretraining_dataset(
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
         shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string))
+    sizes = [tf.io.gfile.stat(path).length for path in files]
+    dataset = tf.data.Dataset.from_tensor_slices((tf.constant(files, tf.string), tf.constant(sizes, tf.int64)))
     shard_files = shards > 1 and len(files) >= shards
     if shard_files:
         dataset = dataset.shard(shards, shard_index)
     if is_training:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
 
-    def read_file(path: tf.Tensor) -> tf.data.Dataset:
-        return tf.data.TFRecordDataset(path).map(lambda record: (path, record))
+    def read_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
+        return read_checked_records(path, size, seq_length, max_predictions_per_seq, vocab_size)
 
     if is_training:
         dataset = dataset.interleave(
@@ -112,17 +115,16 @@ def pretraining_dataset(
         dataset = dataset.shard(shards, shard_index)
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.map(
-        lambda paths, records: _parse_batch(paths, records, seq_length, max_predictions_per_seq),
-        num_parallel_calls=tf.data.AUTOTUNE,
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(
+        lambda packed: unpack_features(packed, seq_length, max_predictions_per_seq)
     )
     if dynamic_masking:
         mask_seeds = tf.data.Dataset.random(
             seed=masker.seed if seed is None else seed, rerandomize_each_iteration=True
         )
         dataset = tf.data.Dataset.zip(dataset, mask_seeds).map(
-            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index]))
+            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index])),
+            num_parallel_calls=tf.data.AUTOTUNE,
         )
     return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
 
@@ -145,41 +147,6 @@ def _dynamic_masker(
             f"but max_predictions_per_seq is {max_predictions_per_seq}."
         )
     return masker
-
-
-def _parse_batch(
-    paths: tf.Tensor, records: tf.Tensor, seq_length: int, max_predictions_per_seq: int
-) -> dict[str, tf.Tensor]:
-    """Parses a batch of serialized examples, checking every feature's length per record."""
-    lengths = dict.fromkeys(SEQUENCE_FEATURES, seq_length)
-    lengths.update(dict.fromkeys(PREDICTION_FEATURES, max_predictions_per_seq))
-    lengths["next_sentence_labels"] = 1
-    spec = {
-        name: tf.io.RaggedFeature(
-            tf.float32 if name == "masked_lm_weights" else tf.int64, row_splits_dtype=tf.int32
-        )
-        for name in lengths
-    }
-    parsed = tf.io.parse_example(records, spec)
-    features = {}
-    for name, length in lengths.items():
-        row_lengths = parsed[name].row_lengths()
-        wrong = tf.not_equal(row_lengths, length)
-        message = tf.strings.join(
-            [
-                f"Pre-training TFRecord feature {name} has ",
-                tf.strings.reduce_join(tf.strings.as_string(tf.boolean_mask(row_lengths, wrong)[:1])),
-                f" values in a record, expected {length} (missing feature, or data written with other "
-                "seq_length/max_predictions_per_seq), in file ",
-                tf.strings.reduce_join(tf.boolean_mask(paths, wrong)[:1]),
-            ]
-        )
-        check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(wrong)), [message])
-        with tf.control_dependencies([check]):
-            values = tf.reshape(parsed[name].flat_values, [-1, length])
-        values.set_shape([records.shape[0], length])
-        features[name] = values if values.dtype == tf.float32 else tf.cast(values, tf.int32)
-    return features
 
 
 def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:

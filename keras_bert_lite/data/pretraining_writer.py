@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -29,6 +30,8 @@ import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
 
+from keras_bert_lite.atomic import atomic_write, temporary_path
+from keras_bert_lite.data.pretraining_files import op_error_text
 from keras_bert_lite.data.pretraining_format import serialize_example
 from keras_bert_lite.data.pretraining_pairs import PairInstance, create_pair_instances
 from keras_bert_lite.text.masking import MaskedLMMasker
@@ -84,8 +87,9 @@ def create_pretraining_data(
         documents: the corpus, a list of documents, each a list of sentences (str).
         vocabulary: path of a WordPiece `vocab.txt` or the list of its tokens.
         output_files: one output path, a comma-separated list or a list of paths; examples are
-            distributed round-robin. Missing directories are created. Each file is written under
-            a temporary name and renamed when complete.
+            distributed round-robin. Missing directories are created. All outputs are checked
+            (`check_output_files`) before any work, written under temporary names and published
+            together when every one is complete: a failure leaves no output created or replaced.
         lower_case: lower-case and strip accents (uncased vocabularies). Words longer than 200
             characters become [UNK], as in the original tool.
         max_seq_length: tokens per example including [CLS] and two [SEP] (>= 5).
@@ -102,39 +106,31 @@ def create_pretraining_data(
         The run's `PretrainingDataStats`.
 
     Raises:
-        ValueError: a bad argument, or a corpus without any token.
+        ValueError: a bad argument, an output that cannot be written (named), or a corpus
+            without any token.
     """
-    output_files = _split_paths(output_files)
+    output_files = check_output_files(output_files)
     _check_arguments(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor)
     tokenizer = BertTokenizer(vocabulary, lower_case=lower_case, max_chars_per_token=200)
-    token_documents, skipped = tokenize_documents(documents, tokenizer, batch_size, progress)
-    if not token_documents:
-        raise ValueError(
-            f"The corpus has no text: all {len(documents)} documents are empty or produce no tokens."
+    with contextlib.ExitStack() as stack:
+        writers = _open_writers(stack, output_files)
+        token_documents, skipped = tokenize_documents(documents, tokenizer, batch_size, progress)
+        if not token_documents:
+            raise ValueError(
+                f"The corpus has no text: all {len(documents)} documents are empty or produce no tokens."
+            )
+        logging.info("Tokenized %d documents (%d skipped without tokens).", len(token_documents), skipped)
+        pairs, short_passes = create_pair_instances(
+            token_documents, max_seq_length, dupe_factor, short_seq_prob, random.Random(seed)
         )
-    logging.info("Tokenized %d documents (%d skipped without tokens).", len(token_documents), skipped)
-    pairs, short_passes = create_pair_instances(
-        token_documents, max_seq_length, dupe_factor, short_seq_prob, random.Random(seed)
-    )
-    masker = MaskedLMMasker.from_tokenizer(
-        tokenizer,
-        selection_rate=masked_lm_prob,
-        max_predictions_per_seq=max_predictions_per_seq,
-        whole_word_masking=whole_word_masking,
-        seed=seed,
-    )
-    masked = 0
-    with (
-        _AtomicRecordWriters(output_files) as writers,
-        tqdm(total=len(pairs), unit="example", desc="Writing", disable=not progress) as bar,
-    ):
-        for start in range(0, len(pairs), batch_size):
-            batch = pairs[start : start + batch_size]
-            records, batch_masked = _masked_examples(batch, tokenizer, masker, max_seq_length)
-            for i, record in enumerate(records):
-                writers[(start + i) % len(writers)].write(record)
-            masked += batch_masked
-            bar.update(len(batch))
+        masker = MaskedLMMasker.from_tokenizer(
+            tokenizer,
+            selection_rate=masked_lm_prob,
+            max_predictions_per_seq=max_predictions_per_seq,
+            whole_word_masking=whole_word_masking,
+            seed=seed,
+        )
+        masked = _write_examples(pairs, tokenizer, masker, max_seq_length, writers, batch_size, progress)
     stats = PretrainingDataStats(
         documents=len(token_documents),
         documents_skipped=skipped,
@@ -216,46 +212,82 @@ def _masked_examples(
     return records, int(np.count_nonzero(outputs["masked_lm_weights"]))
 
 
-class _AtomicRecordWriters:
-    """TFRecord writers that write to temporary names and rename only when all are complete.
+def check_output_files(paths: str | Sequence[str]) -> list[str]:
+    """Checks that every output path can be written, before any work starts.
 
-    On an exception inside the `with` block the temporary files are deleted and no output file
-    is created or replaced.
+    Missing parent folders are created (as the write would); each folder is probed by creating
+    and removing a hidden temporary file.
+
+    Args:
+        paths: one path, a comma-separated list or a list of paths (local or `tf.io.gfile`).
+
+    Returns:
+        The paths, stripped, in order.
+
+    Raises:
+        ValueError: no path, repeated paths, or a path that is an existing folder, lies under a
+            file, or cannot be written (each message names the path).
     """
-
-    def __init__(self, paths: Sequence[str]):
-        self._paths = list(paths)
-        self._temporary = [f"{path}.tmp-{os.getpid()}" for path in self._paths]
-        self._writers: list[tf.io.TFRecordWriter] = []
-
-    def __enter__(self) -> list[tf.io.TFRecordWriter]:
-        for path in self._paths:
-            directory = os.path.dirname(path)
-            if directory:
-                tf.io.gfile.makedirs(directory)
-        self._writers = [tf.io.TFRecordWriter(path) for path in self._temporary]
-        return self._writers
-
-    def __exit__(self, exc_type, exc, traceback) -> None:
-        for writer in self._writers:
-            writer.close()
-        for temporary, path in zip(self._temporary, self._paths):
-            if exc_type is None:
-                tf.io.gfile.rename(temporary, path, overwrite=True)
-            elif tf.io.gfile.exists(temporary):
-                tf.io.gfile.remove(temporary)
-
-
-def _split_paths(paths: str | Sequence[str]) -> list[str]:
-    """Output paths from a comma-separated string or a list; at least one, no duplicates."""
     if isinstance(paths, str):
         paths = paths.split(",")
-    paths = [p.strip() for p in paths if p.strip()]
+    paths = [os.fspath(p).strip() for p in paths if os.fspath(p).strip()]
     if not paths:
         raise ValueError("No output file given.")
     if len(set(paths)) != len(paths):
         raise ValueError(f"Output files must be distinct, got {paths}.")
+    for path in paths:
+        if tf.io.gfile.isdir(path):
+            raise ValueError(f"Output file {path} is an existing folder.")
+        probe = temporary_path(path)
+        try:
+            directory = os.path.dirname(path)
+            if directory:
+                tf.io.gfile.makedirs(directory)
+            with tf.io.gfile.GFile(probe, "w") as f:
+                f.write("")  # GFile creates the file on its first write
+            tf.io.gfile.remove(probe)
+        except (tf.errors.OpError, OSError) as e:
+            reason = op_error_text(e) if isinstance(e, tf.errors.OpError) else e.strerror or str(e)
+            raise ValueError(f"Output file {path} cannot be written: {reason}.") from None
     return paths
+
+
+def _open_writers(stack: contextlib.ExitStack, paths: Sequence[str]) -> list[tf.io.TFRecordWriter]:
+    """TFRecord writers on temporary names, published together by `atomic_write` when `stack` closes.
+
+    The writers close before the temporaries are renamed (the stack unwinds in reverse order);
+    on an exception the temporaries are removed and no output is created or replaced.
+    """
+    temporaries = stack.enter_context(atomic_write(*paths))
+    writers = []
+    for path, temporary in zip(paths, temporaries):
+        try:
+            writers.append(stack.enter_context(tf.io.TFRecordWriter(temporary)))
+        except tf.errors.OpError as e:
+            raise ValueError(f"Output file {path} cannot be written: {op_error_text(e)}.") from None
+    return writers
+
+
+def _write_examples(
+    pairs: Sequence[PairInstance],
+    tokenizer: BertTokenizer,
+    masker: MaskedLMMasker,
+    max_seq_length: int,
+    writers: Sequence[tf.io.TFRecordWriter],
+    batch_size: int,
+    progress: bool,
+) -> int:
+    """Masks and writes the examples round-robin; returns the number of masked positions."""
+    masked = 0
+    with tqdm(total=len(pairs), unit="example", desc="Writing", disable=not progress) as bar:
+        for start in range(0, len(pairs), batch_size):
+            batch = pairs[start : start + batch_size]
+            records, batch_masked = _masked_examples(batch, tokenizer, masker, max_seq_length)
+            for i, record in enumerate(records):
+                writers[(start + i) % len(writers)].write(record)
+            masked += batch_masked
+            bar.update(len(batch))
+    return masked
 
 
 def _check_arguments(

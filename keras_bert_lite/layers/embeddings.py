@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
-from keras_bert_lite.layers.dropout import Dropout
-from keras_bert_lite.layers.layer_norm import LayerNorm
+from keras_bert_lite.layers import accelerated, checks
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -23,17 +23,26 @@ class BertEmbeddings(keras.layers.Layer):
         dropout_rate: dropout applied after LayerNorm (training only).
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon.
+        **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`: a dtype policy, also given to
+            the `LayerNormalization` and `Dropout` sub-layers).
 
     Call args:
-        input_word_ids: int32 [batch, seq] token ids.
-        input_type_ids: int32 [batch, seq] segment ids.
+        input_word_ids: int [batch, seq] token ids, in [0, vocab_size).
+        input_type_ids: int [batch, seq] segment ids, in [0, type_vocab_size).
         training: bool, enables dropout.
 
     Returns:
-        float [batch, seq, hidden_size].
+        [batch, seq, hidden_size] in the compute dtype.
 
-    The word table is exposed as `embeddings.word_embeddings` ([vocab_size, H]) so that an MLM
-    decoder can be tied to it.
+    Raises:
+        ValueError / InvalidArgumentError (see `keras_bert_lite.layers.checks`): naming the input,
+            for ids outside their table (a negative id would otherwise select a row from the end),
+            ids and type ids of different shapes, a sequence of length 0 or longer than
+            `max_position_embeddings`.
+
+    The tables are plain weights (`word_embeddings` [vocab_size, H], `position_embeddings`,
+    `token_type_embeddings`), so that an MLM decoder can be tied to the word table; they stay
+    in float when a model is quantized (a lookup is not a matmul).
 
     Example:
 
@@ -55,6 +64,7 @@ class BertEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.autocast = False  # the tables are cast explicitly; LayerNorm reads its float32 weights
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.max_position_embeddings = max_position_embeddings
@@ -62,12 +72,12 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = LayerNorm(
-            epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout = Dropout(dropout_rate)
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
-    def build(self, input_shape=None):
+    def build(self, input_word_ids_shape=None, input_type_ids_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         self.word_embeddings = self.add_weight(
             shape=(self.vocab_size, self.hidden_size), initializer=initializer, name="word_embeddings"
@@ -83,20 +93,30 @@ class BertEmbeddings(keras.layers.Layer):
             name="token_type_embeddings",
         )
         self.layer_norm.build((None, None, self.hidden_size))
-        self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):
-        seq_length = ops.shape(input_word_ids)[1]
-        if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
-            raise ValueError(
-                f"BertEmbeddings: sequence length {seq_length} exceeds max_position_embeddings "
-                f"{self.max_position_embeddings}."
-            )
-        x = ops.take(self.word_embeddings, input_word_ids, axis=0)
-        x = x + ops.take(self.token_type_embeddings, input_type_ids, axis=0)
-        x = x + self.position_embeddings[None, :seq_length]
-        x = self.layer_norm(x)
-        return self.dropout(ops.cast(x, self.compute_dtype), training=training)
+        ids = checks.indices_in_range(
+            input_word_ids, self.vocab_size, f"BertEmbeddings: input_word_ids must be in [0, vocab_size = {self.vocab_size})"
+        )
+        ids = checks.length_in_range(
+            ids, self.max_position_embeddings,
+            f"BertEmbeddings: the sequence length of input_word_ids must be in [1, max_position_embeddings = "
+            f"{self.max_position_embeddings}]",
+        )
+        type_ids = checks.indices_in_range(
+            input_type_ids, self.type_vocab_size,
+            f"BertEmbeddings: input_type_ids must be in [0, type_vocab_size = {self.type_vocab_size})",
+        )
+        type_ids = checks.same_shape(
+            type_ids, (ids.shape, tf.shape(ids)), "BertEmbeddings: input_type_ids must have the shape of input_word_ids"
+        )
+        # Rows are looked up first and then cast, never the whole table.
+        dtype = self.compute_dtype
+        x = ops.cast(tf.gather(self.word_embeddings, ids), dtype)
+        x = x + ops.cast(tf.gather(self.token_type_embeddings, type_ids), dtype)
+        x = x + ops.cast(self.position_embeddings[: tf.shape(ids)[1]], dtype)[None]
+        x = accelerated.layer_norm(self.layer_norm, x, training)
+        return accelerated.dropout(self.dropout, x, training)
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
         return (*input_word_ids_shape, self.hidden_size)

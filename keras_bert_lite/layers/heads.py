@@ -6,10 +6,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
-from keras_bert_lite.layers.dropout import Dropout
 from keras_bert_lite.layers.embeddings import BertEmbeddings
-from keras_bert_lite.layers.layer_norm import LayerNorm
 
 
 def _initializer(stddev: float) -> keras.initializers.Initializer:
@@ -28,7 +27,12 @@ class BertPooler(keras.layers.Layer):
         sequence_output: float [batch, seq, H].
 
     Returns:
-        float [batch, H].
+        [batch, H] in the compute dtype.
+
+    Example:
+
+        >>> BertPooler(hidden_size=8)(ops.ones((2, 5, 8))).shape
+        (2, 8)
     """
 
     def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
@@ -36,12 +40,15 @@ class BertPooler(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
-            hidden_size, activation="tanh", kernel_initializer=_initializer(initializer_range), name="dense"
+            hidden_size,
+            activation="tanh",
+            kernel_initializer=_initializer(initializer_range),
+            dtype=self.dtype_policy,
+            name="dense",
         )
 
     def build(self, input_shape):
         self.dense.build((None, input_shape[-1]))
-        self.built = True
 
     def call(self, sequence_output):
         return self.dense(sequence_output[:, 0, :])
@@ -74,11 +81,21 @@ class MaskedLMHead(keras.layers.Layer):
     Call args:
         sequence_output: float [batch, seq, H].
         masked_positions: int32 [batch, num_predictions], indices into seq; None when
-            `sequence_output` already holds just the predicted positions (as
-            `BertEncoder.sequence_output_at` returns them).
+            `sequence_output` already holds just the predicted positions (as a `BertEncoder`
+            called with `output_positions` returns them).
 
     Returns:
         float32 logits [batch, num_predictions, V].
+
+    Raises:
+        InvalidArgumentError: a masked position is outside [0, seq), naming `masked_positions`.
+
+    Example:
+
+        >>> embeddings = BertEmbeddings(vocab_size=100, hidden_size=8)
+        >>> hidden = embeddings(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32"))
+        >>> MaskedLMHead(embeddings)(hidden, ops.array([[1, 2], [3, 4]])).shape
+        (2, 2, 100)
     """
 
     def __init__(
@@ -90,6 +107,7 @@ class MaskedLMHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.autocast = False  # the tied table is cast explicitly; LayerNorm reads its float32 weights
         self.embedding_layer = embedding_layer
         self.activation = activation
         self.initializer_range = initializer_range
@@ -98,37 +116,39 @@ class MaskedLMHead(keras.layers.Layer):
             embedding_layer.hidden_size,
             activation=get_activation(activation),
             kernel_initializer=_initializer(initializer_range),
+            dtype=self.dtype_policy,
             name="transform",
         )
-        self.layer_norm = LayerNorm(
-            epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
         )
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
+        if not self.embedding_layer.built:
+            self.embedding_layer.build()
         hidden_size = self.embedding_layer.hidden_size
-        self.transform.build((None, None, hidden_size))
-        self.layer_norm.build((None, None, hidden_size))
+        self.transform.build((None, hidden_size))
+        self.layer_norm.build((None, hidden_size))
         self.output_bias = self.add_weight(
             shape=(self.embedding_layer.vocab_size,), initializer="zeros", name="output_bias"
         )
-        self.built = True
 
-    def call(self, sequence_output, masked_positions=None):
+    def call(self, sequence_output, masked_positions=None, training=None):
         x = sequence_output
         if masked_positions is not None:
-            x = ops.take_along_axis(x, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
-        x = ops.cast(self.layer_norm(self.transform(x)), self.compute_dtype)
-        # One 2-D MatMul with the table transposed in the kernel: no [H, V] transpose of the table
-        # forward or of its gradient backward, and oneDNN fuses the float32 bias add.
+            positions = checks.indices_in_range(
+                masked_positions, tf.shape(x)[1], "MaskedLMHead: masked_positions must be in [0, seq)"
+            )
+            x = tf.gather(x, positions, batch_dims=1)
         batch, num_predictions, hidden = ops.shape(x)[0], ops.shape(x)[1], self.embedding_layer.hidden_size
+        x = self.transform(ops.reshape(x, (batch * num_predictions, hidden)))
+        x = ops.cast(accelerated.layer_norm(self.layer_norm, x, training), self.compute_dtype)
+        # One 2-D MatMul with the table transposed in the kernel: no [H, V] transpose of the table
+        # forward or of its gradient backward.
         table = ops.cast(self.embedding_layer.word_embeddings, self.compute_dtype)
-        logits = tf.matmul(ops.reshape(x, (batch * num_predictions, hidden)), table, transpose_b=True)
+        logits = tf.matmul(x, table, transpose_b=True)
         logits = tf.nn.bias_add(ops.cast(logits, "float32"), ops.cast(self.output_bias, "float32"))
         return ops.reshape(logits, (batch, num_predictions, self.embedding_layer.vocab_size))
-
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
-        predicted_shape = masked_positions_shape or sequence_output_shape[:2]
-        return (*predicted_shape, self.embedding_layer.vocab_size)
 
     def get_config(self):
         config = super().get_config()
@@ -165,6 +185,11 @@ class ClassificationHead(keras.layers.Layer):
 
     Returns:
         float32 logits [..., num_classes].
+
+    Example:
+
+        >>> ClassificationHead(num_classes=3)(ops.ones((2, 8))).shape
+        (2, 3)
     """
 
     def __init__(
@@ -176,20 +201,16 @@ class ClassificationHead(keras.layers.Layer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = Dropout(dropout_rate)
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.dense = keras.layers.Dense(
-            num_classes, kernel_initializer=_initializer(initializer_range), name="dense"
+            num_classes, kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy, name="dense"
         )
 
     def build(self, input_shape):
         self.dense.build(input_shape)
-        self.built = True
 
     def call(self, x, training=None):
-        return ops.cast(self.dense(self.dropout(x, training=training)), "float32")
-
-    def compute_output_shape(self, input_shape):
-        return (*input_shape[:-1], self.num_classes)
+        return ops.cast(self.dense(accelerated.dropout(self.dropout, x, training)), "float32")
 
     def get_config(self):
         config = super().get_config()
@@ -210,6 +231,11 @@ class NextSentenceHead(ClassificationHead):
 
     Returns:
         float32 logits [batch, 2].
+
+    Example:
+
+        >>> NextSentenceHead()(ops.ones((2, 8))).shape
+        (2, 2)
     """
 
     def __init__(self, initializer_range: float = 0.02, **kwargs):
@@ -235,23 +261,26 @@ class SpanHead(keras.layers.Layer):
 
     Returns:
         (start_logits, end_logits), each float32 [batch, seq].
+
+    Example:
+
+        >>> [logits.shape for logits in SpanHead()(ops.ones((2, 5, 8)))]
+        [(2, 5), (2, 5)]
     """
 
     def __init__(self, initializer_range: float = 0.02, **kwargs):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(2, kernel_initializer=_initializer(initializer_range), name="dense")
+        self.dense = keras.layers.Dense(
+            2, kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy, name="dense"
+        )
 
     def build(self, input_shape):
         self.dense.build(input_shape)
-        self.built = True
 
     def call(self, sequence_output):
         logits = ops.cast(self.dense(sequence_output), "float32")
         return logits[..., 0], logits[..., 1]
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[:-1], input_shape[:-1])
 
     def get_config(self):
         config = super().get_config()

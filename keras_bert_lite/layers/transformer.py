@@ -8,23 +8,12 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
-from keras_bert_lite.layers.compiled import compiled_activation_matmul
-from keras_bert_lite.layers.dropout import Dropout
-from keras_bert_lite.layers.layer_norm import LayerNorm
 
 # Added to the attention scores of padding keys, as in the original BERT code; exp() of it is 0 in
-# float32 and it stays finite in float16.
+# float32, and the scores are float32 whatever the compute dtype.
 _MASK_BIAS = -10000.0
-
-
-def _dense(units: int, initializer_range: float, name: str) -> keras.layers.Dense:
-    """A Dense sub-layer that holds a kernel and bias (the block applies them itself)."""
-    return keras.layers.Dense(
-        units,
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-        name=name,
-    )
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -34,6 +23,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = LayerNorm(x + Dropout(Dense(SelfAttention(x, mask))))
         x = LayerNorm(x + Dropout(Dense(act(Dense(x)))))
 
+    Every weight lives in a Keras sub-layer created with this layer's dtype policy, and the layer
+    computes through them, so `Model.quantize`, `Dense.enable_lora` and per-layer dtype policies
+    apply as in any Keras model; `keras_bert_lite.layers.accelerated` speeds parts of it up where
+    the sub-layers' modes allow (the query, key and value projections as one matmul, compiled
+    LayerNorm and activation gradients, Philox dropout).
+
     Args:
         num_heads: A, attention heads; must divide the hidden size.
         intermediate_size: I, feed-forward width.
@@ -42,6 +37,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention_dropout_rate: dropout on the attention probabilities.
         initializer_range: stddev of the truncated-normal kernel initializer.
         layer_norm_eps: LayerNorm epsilon.
+        **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`: a dtype policy such as
+            "mixed_bfloat16", given to every sub-layer).
 
     Call args:
         x: float [batch, seq, H] hidden states.
@@ -54,13 +51,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
             read (the [CLS] and masked positions in pre-training, [CLS] in classification).
 
     Returns:
-        float [batch, seq, H], or [batch, P, H] with `output_positions` (the same numbers as
-        the full output gathered at those positions).
+        [batch, seq, H] in the compute dtype, or [batch, P, H] with `output_positions` (the same
+        numbers as the full output gathered at those positions).
 
-    Sub-layers (the names interop code maps checkpoints onto): `query`, `key`, `value`,
-    `attention_output`, `attention_layer_norm`, `intermediate`, `output_dense`,
-    `output_layer_norm`; the query, key and value kernels are applied as one fused [H, 3H]
-    matmul. Softmax and LayerNorm run in float32 under mixed precision.
+    Raises:
+        ValueError / InvalidArgumentError (see `keras_bert_lite.layers.checks`): naming the
+            argument, when `attention_mask` is not [batch, seq] or an output position is outside
+            [0, seq).
+
+    Sub-layers (the names checkpoint mappings use): `query`, `key`, `value`, `attention_output`,
+    `attention_layer_norm`, `intermediate`, `output_dense`, `output_layer_norm` (`Dense` and
+    `LayerNormalization`), and three `Dropout`s. Softmax runs in float32 under mixed precision
+    and `LayerNormalization` normalizes in float32, as Keras' does.
 
     Example:
 
@@ -81,6 +83,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        # Sub-layers' weights are read at their own dtype (LayerNorm's gamma stays float32 under a
+        # mixed policy, as in LayerNormalization's own call); each sub-layer casts for itself.
+        self.autocast = False
         self.num_heads = num_heads
         self.intermediate_size = intermediate_size
         self.activation = activation
@@ -88,70 +93,52 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.attention_dropout = Dropout(attention_dropout_rate)
-        self.attention_output_dropout = Dropout(dropout_rate)
-        self.output_dropout = Dropout(dropout_rate)
-        self.attention_layer_norm = LayerNorm(
-            epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm"
+        self._activation_fn = get_activation(activation)
+        policy = self.dtype_policy
+        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate, dtype=policy, name="attention_dropout")
+        self.attention_output_dropout = keras.layers.Dropout(
+            dropout_rate, dtype=policy, name="attention_output_dropout"
         )
-        self.output_layer_norm = LayerNorm(
-            epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
+        self.output_dropout = keras.layers.Dropout(dropout_rate, dtype=policy, name="output_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
+        )
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
         )
 
-    def build(self, input_shape):
-        hidden_size = input_shape[-1]
+    def _dense(self, units: int, name: str) -> keras.layers.Dense:
+        return keras.layers.Dense(
+            units,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, x_shape, attention_mask_shape=None, output_positions_shape=None):
+        hidden_size = x_shape[-1]
         if hidden_size % self.num_heads:
             raise ValueError(
                 f"TransformerEncoderBlock: hidden size {hidden_size} is not divisible by "
                 f"num_heads {self.num_heads}."
             )
         self.head_size = hidden_size // self.num_heads
-        r = self.initializer_range
-        self.query = _dense(hidden_size, r, "query")
-        self.key = _dense(hidden_size, r, "key")
-        self.value = _dense(hidden_size, r, "value")
-        self.attention_output = _dense(hidden_size, r, "attention_output")
-        self.intermediate = _dense(self.intermediate_size, r, "intermediate")
-        self._activation_fn = get_activation(self.activation)
-        # Training runs the activation and its gradient as XLA-compiled kernels; the backward pass
-        # recomputes it from its input rather than keeping the tanh-GELU's ~4 [tokens, I]
-        # intermediates and its output per layer.
-        self._training_activation_matmul = compiled_activation_matmul(self._activation_fn)
-        self.output_dense = _dense(hidden_size, r, "output_dense")
-        hidden_shape = (None, None, hidden_size)
+        self.query = self._dense(hidden_size, "query")
+        self.key = self._dense(hidden_size, "key")
+        self.value = self._dense(hidden_size, "value")
+        self.attention_output = self._dense(hidden_size, "attention_output")
+        self.intermediate = self._dense(self.intermediate_size, "intermediate")
+        self.output_dense = self._dense(hidden_size, "output_dense")
+        hidden_shape = (None, hidden_size)
         for layer in (self.query, self.key, self.value, self.attention_output, self.intermediate):
             layer.build(hidden_shape)
-        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_dense.build((None, self.intermediate_size))
         self.attention_layer_norm.build(hidden_shape)
         self.output_layer_norm.build(hidden_shape)
-        self.built = True
 
-    def _matmul_bias(self, x, kernel, bias):
-        """[tokens, in] -> [tokens, out] as MatMul + BiasAdd, the pattern oneDNN fuses (with a
-        following `tf.nn.gelu`, which Keras' Dense + add does not get)."""
-        dtype = self.compute_dtype
-        return tf.nn.bias_add(tf.matmul(x, ops.cast(kernel, dtype)), ops.cast(bias, dtype))
-
-    def _heads(self, x, batch, seq, layers):
-        """[batch * seq, H] -> one [batch, heads, seq, head_size] tensor per dense layer in `layers`.
-
-        The layers' kernels are applied as one [tokens, H] x [H, n * H] matmul (faster than n
-        matmuls; concatenating copies n * H^2 numbers per call), so checkpoints still map one
-        kernel to one layer. The 1/sqrt(head_size) attention scale is folded into the query
-        kernel and bias (H^2 multiplications instead of batch x heads x seq^2).
-        """
-        query_scale = 1.0 / math.sqrt(self.head_size)
-
-        def scaled(layer, weight):
-            return weight * query_scale if layer is self.query else weight
-
-        kernel = ops.concatenate([scaled(layer, layer.kernel) for layer in layers], axis=1)
-        bias = ops.concatenate([scaled(layer, layer.bias) for layer in layers], axis=0)
-        projected = ops.reshape(
-            self._matmul_bias(x, kernel, bias), (batch, seq, len(layers), self.num_heads, self.head_size)
-        )
-        projected = ops.transpose(projected, (2, 0, 3, 1, 4))  # [n, batch, heads, seq, head_size]
-        return ops.unstack(projected, len(layers), axis=0)  # gradient: one stack, no pad and add
+    def _split_heads(self, x, batch, length):
+        """[batch * length, H] -> [batch, heads, length, head_size]."""
+        return ops.transpose(ops.reshape(x, (batch, length, self.num_heads, self.head_size)), (0, 2, 1, 3))
 
     def _attention(self, q, k, v, attention_mask, training):
         """q [batch, heads, queries, head_size], k and v [batch, heads, seq, head_size]
@@ -161,39 +148,49 @@ class TransformerEncoderBlock(keras.layers.Layer):
             keep = ops.cast(attention_mask, "float32")[:, None, None, :]
             scores = scores + (1.0 - keep) * _MASK_BIAS
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        probs = self.attention_dropout(probs, training=training)
+        probs = accelerated.dropout(self.attention_dropout, probs, training)
         context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # [batch, queries, heads, size]
         batch, queries = ops.shape(q)[0], ops.shape(q)[2]
         return ops.reshape(context, (batch * queries, self.num_heads * self.head_size))
 
     def call(self, x, attention_mask=None, training=None, output_positions=None):
-        # Work on [batch * seq, H]: every dense layer is then a plain 2-D MatMul + bias, which
-        # oneDNN fuses (with the GELU at inference), instead of a reshape-wrapped tensordot.
+        # Work on [batch * seq, H]: every dense layer is then a plain 2-D matmul.
+        x = ops.cast(x, self.compute_dtype)
         batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], self.num_heads * self.head_size
+        if attention_mask is not None:
+            attention_mask = checks.same_shape(
+                attention_mask, (x.shape[:2], tf.shape(x)[:2]),
+                "TransformerEncoderBlock: attention_mask (the input_mask of a BertEncoder) must have the shape "
+                "[batch, seq] of the input (input_word_ids)",
+            )
         flat = ops.reshape(x, (batch * seq, hidden))
         if output_positions is None:
-            queries = seq
-            q, k, v = self._heads(flat, batch, seq, (self.query, self.key, self.value))
+            queries, rows = seq, flat
+            q, k, v = accelerated.fused_dense((self.query, self.key, self.value), flat)
         else:
             # Keys and values come from every position, everything else only from the outputs'.
-            queries = ops.shape(output_positions)[1]
-            k, v = self._heads(flat, batch, seq, (self.key, self.value))
-            rows = tf.gather(x, ops.cast(output_positions, "int32"), batch_dims=1)
-            flat = ops.reshape(rows, (batch * queries, hidden))
-            (q,) = self._heads(flat, batch, queries, (self.query,))
-        context = self._attention(q, k, v, attention_mask, training)
-        attention = self._matmul_bias(context, self.attention_output.kernel, self.attention_output.bias)
-        attention = self.attention_output_dropout(attention, training=training)
-        x = ops.cast(self.attention_layer_norm(flat + attention), self.compute_dtype)
-        inner = self._matmul_bias(x, self.intermediate.kernel, self.intermediate.bias)
-        if training:
-            output_kernel = ops.cast(self.output_dense.kernel, self.compute_dtype)
-            ffn = self._training_activation_matmul(inner, output_kernel)
-            ffn = tf.nn.bias_add(ffn, ops.cast(self.output_dense.bias, self.compute_dtype))
-        else:
-            ffn = self._matmul_bias(self._activation_fn(inner), self.output_dense.kernel, self.output_dense.bias)
-        ffn = self.output_dropout(ffn, training=training)
-        x = ops.cast(self.output_layer_norm(x + ffn), self.compute_dtype)
+            positions = checks.indices_in_range(
+                output_positions, seq,
+                "TransformerEncoderBlock: output_positions (the masked_lm_positions of a BertPretrainer) must be in "
+                "[0, seq)",
+            )
+            queries = ops.shape(positions)[1]
+            k, v = accelerated.fused_dense((self.key, self.value), flat)
+            rows = ops.reshape(tf.gather(x, positions, batch_dims=1), (batch * queries, hidden))
+            q = self.query(rows)
+        q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
+        context = self._attention(
+            self._split_heads(q, batch, queries),
+            self._split_heads(k, batch, seq),
+            self._split_heads(v, batch, seq),
+            attention_mask,
+            training,
+        )
+        attention = accelerated.dropout(self.attention_output_dropout, self.attention_output(context), training)
+        x = accelerated.layer_norm(self.attention_layer_norm, rows + attention, training)
+        ffn = accelerated.activation_dense(self._activation_fn, self.intermediate(x), self.output_dense, training)
+        ffn = accelerated.dropout(self.output_dropout, ffn, training)
+        x = accelerated.layer_norm(self.output_layer_norm, x + ffn, training)
         return ops.reshape(x, (batch, queries, hidden))
 
     def compute_output_shape(self, x_shape, attention_mask_shape=None, output_positions_shape=None):

@@ -13,8 +13,8 @@ from keras_bert_lite.models.task_model import EncoderTaskModel
 class BertClassifier(EncoderTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
 
-    The encoder's last layer is computed only at [CLS] (see `BertEncoder.sequence_output_at`):
-    the same logits as with the full encoder, with most of that layer's work skipped.
+    The encoder's last layer is computed only at [CLS] (the encoder's `output_positions`): the
+    same logits as with the full encoder, with most of that layer's work skipped.
 
     Args:
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
@@ -45,11 +45,11 @@ class BertClassifier(EncoderTaskModel):
             raise ValueError(f"BertClassifier: num_classes must be a positive integer, got {num_classes!r}.")
         inputs = encoder_inputs()
         classifier = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, name="classifier"
+            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
         )
-        # Only [CLS] is read, so the encoder's last layer computes only that position.
-        cls_position = keras.ops.zeros_like(inputs["input_word_ids"][:, :1])
-        logits = classifier(encoder.pooler(encoder.sequence_output_at(inputs, cls_position)))
+        # Only the pooled [CLS] output is read: no other position of the last layer is computed.
+        no_positions = keras.ops.zeros_like(inputs["input_word_ids"][:, :0])
+        logits = classifier(encoder(inputs, output_positions=no_positions)["pooled_output"])
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder

@@ -7,8 +7,8 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers import MaskedLMHead, NextSentenceHead
-from keras_bert_lite.layers.compiled import sparse_softmax_cross_entropy
-from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
+from keras_bert_lite.layers.accelerated import sparse_softmax_cross_entropy
+from keras_bert_lite.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
 from keras_bert_lite.models.task_model import EncoderTaskModel
 
 
@@ -52,9 +52,9 @@ class BertPretrainer(EncoderTaskModel):
             the encoder's word-embedding table (tied) plus an output bias.
         nsp_logits: float32 [batch, 2], over {IsNext = 0, NotNext = 1}.
 
-    The encoder's last layer is computed only at [CLS] and the masked positions (see
-    `BertEncoder.sequence_output_at`): the same outputs as the full encoder, with about
-    (seq - P - 1) / seq of that layer's work skipped.
+    The encoder's last layer is computed only at [CLS] and the masked positions (the encoder's
+    `output_positions`): the same outputs as the full encoder, with about (seq - P - 1) / seq of
+    that layer's work skipped.
 
     Training data is `(features, labels)` with labels `masked_lm_ids` int32 [batch, P],
     `masked_lm_weights` float32 [batch, P] and `next_sentence_labels` int32 [batch, 1]. The loss is
@@ -77,20 +77,18 @@ class BertPretrainer(EncoderTaskModel):
             activation=config.hidden_act,
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
+            dtype=encoder.dtype_policy,
             name="masked_lm",
         )
-        next_sentence = NextSentenceHead(config.initializer_range, name="next_sentence")
+        next_sentence = NextSentenceHead(config.initializer_range, dtype=encoder.dtype_policy, name="next_sentence")
         # The last layer runs only at [CLS] (for the pooler) and the masked positions: the
         # other positions' outputs would not be read.
-        masked_positions = inputs["masked_lm_positions"]
-        cls_position = ops.zeros_like(masked_positions[:, :1])
-        hidden = encoder.sequence_output_at(
-            {name: inputs[name] for name in encoder_inputs()},
-            ops.concatenate([cls_position, masked_positions], axis=1),
+        hidden = encoder(
+            {name: inputs[name] for name in INPUT_NAMES}, output_positions=inputs["masked_lm_positions"]
         )
         outputs = {
-            "mlm_logits": masked_lm(hidden[:, 1:]),
-            "nsp_logits": next_sentence(encoder.pooler(hidden)),
+            "mlm_logits": masked_lm(hidden["sequence_output"]),
+            "nsp_logits": next_sentence(hidden["pooled_output"]),
         }
         kwargs.setdefault("name", "bert_pretrainer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

@@ -61,7 +61,7 @@ class BertSpanLabeler(EncoderTaskModel):
 
     def __init__(self, encoder: BertEncoder, **kwargs):
         inputs = encoder_inputs()
-        span_head = SpanHead(encoder.config.initializer_range, name="span_head")
+        span_head = SpanHead(encoder.config.initializer_range, dtype=encoder.dtype_policy, name="span_head")
         start_logits, end_logits = span_head(encoder(inputs)["sequence_output"])
         outputs = {"start_logits": start_logits, "end_logits": end_logits}
         kwargs.setdefault("name", "bert_span_labeler")

@@ -48,7 +48,7 @@ class BertTokenClassifier(EncoderTaskModel):
             )
         inputs = encoder_inputs()
         classifier = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, name="classifier"
+            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
         )
         logits = classifier(encoder(inputs)["sequence_output"])
         kwargs.setdefault("name", "bert_token_classifier")

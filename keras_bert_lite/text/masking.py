@@ -1,17 +1,14 @@
 """Dynamic masked-language-model masking inside the TensorFlow graph.
 
-Follows the original BERT `create_pretraining_data.py`: each sequence gets
-`min(max_predictions_per_seq, max(1, round(num_tokens * selection_rate)))`
-predictions, where `num_tokens` counts every non-padding token (special tokens
-included, as in the original); they are drawn uniformly from the non-special
-tokens (whole words with `whole_word_masking`), and each chosen token is
-replaced by `[MASK]` 80 % of the time, by a uniformly random vocabulary id
-10 % of the time, and kept 10 % of the time.
+Follows the original BERT `create_pretraining_data.py`: each sequence gets `min(max_predictions_per_seq,
+max(1, round(num_tokens * selection_rate)))` predictions, where `num_tokens` counts every non-padding token
+(special tokens included, as in the original); they are drawn uniformly from the non-special tokens (whole
+words with `whole_word_masking`), and each chosen token is replaced by `[MASK]` 80 % of the time, by a
+uniformly random vocabulary id 10 % of the time, and kept 10 % of the time.
 
-All randomness comes from stateless random ops driven by an explicit seed, so
-a seed reproduces a mask exactly (tensorflow-text's `RandomItemSelector` and
-`MaskValuesChooser` draw from unseeded global random state and pick
-`ceil(n * rate)` items, so they are not used here).
+All randomness comes from stateless random ops driven by an explicit seed, so a seed reproduces a mask exactly
+(tensorflow-text's `RandomItemSelector` and `MaskValuesChooser` draw from unseeded global random state and
+pick `ceil(n * rate)` items, so they are not used here).
 """
 
 from __future__ import annotations
@@ -41,23 +38,22 @@ def mask_tokens(
     """Masks a padded batch of token ids (the function behind `MaskedLMMasker`).
 
     Args:
-      input_word_ids: int32 [batch, seq_length] token ids, padded with `padding_id`.
-      seed: int32/int64 tensor of shape [2] for the stateless random ops.
-      vocab_size: random replacement ids are drawn from [0, vocab_size).
-      mask_token_id: id of `[MASK]`.
-      special_token_ids: ids that are never selected (`[CLS]`, `[SEP]`, ...).
-      padding_id: id of `[PAD]`; never selected and not counted as a token.
-      selection_rate: fraction of tokens to predict.
-      mask_token_rate: fraction of the predicted tokens replaced by `[MASK]`.
-      random_token_rate: fraction replaced by a random id (the rest is kept).
-      max_predictions_per_seq: at most this many predictions per sequence.
-      continuation_ids: ids of `##` word pieces; if given, whole words are masked.
+        input_word_ids: int32 [batch, seq_length] token ids, padded with `padding_id`.
+        seed: int32/int64 tensor of shape [2] for the stateless random ops.
+        vocab_size: random replacement ids are drawn from [0, vocab_size).
+        mask_token_id: id of `[MASK]`.
+        special_token_ids: ids that are never selected (`[CLS]`, `[SEP]`, ...).
+        padding_id: id of `[PAD]`; never selected and not counted as a token.
+        selection_rate: fraction of tokens to predict.
+        mask_token_rate: fraction of the predicted tokens replaced by `[MASK]`.
+        random_token_rate: fraction replaced by a random id (the rest is kept).
+        max_predictions_per_seq: at most this many predictions per sequence.
+        continuation_ids: ids of `##` word pieces; if given, whole words are masked.
 
     Returns:
-      dict with `input_word_ids` (int32 [batch, seq_length], masked),
-      `masked_lm_positions` and `masked_lm_ids` (int32 [batch,
-      max_predictions_per_seq], ascending positions, zero-padded) and
-      `masked_lm_weights` (float32, 1.0 for real predictions, 0.0 for padding).
+        dict with `input_word_ids` (int32 [batch, seq_length], masked), `masked_lm_positions` and
+        `masked_lm_ids` (int32 [batch, max_predictions_per_seq], ascending positions, zero-padded) and
+        `masked_lm_weights` (float32, 1.0 for real predictions, 0.0 for padding).
     """
     ids = tf.cast(tf.convert_to_tensor(input_word_ids), tf.int32)
     if ids.shape.rank != 2:
@@ -126,10 +122,9 @@ def _select_tokens(candidate, num_to_predict, seed):
 def _select_whole_words(candidate, continuation, num_to_predict, seed):
     """Whole words in random order, each taken if it still fits (the original's rule).
 
-    A word is a candidate token that is not a `##` piece (or the first candidate
-    of its row) with the `##` pieces that follow it; like the original, special
-    tokens in between are skipped (a `##` piece right after `[SEP]` joins the
-    last word before it).
+    A word is a candidate token that is not a `##` piece (or the first candidate of its row) with the `##`
+    pieces that follow it; like the original, special tokens in between are skipped (a `##` piece right after
+    `[SEP]` joins the last word before it).
     """
     first_candidate = tf.logical_and(
         candidate, tf.equal(tf.cumsum(tf.cast(candidate, tf.int32), axis=1, exclusive=True), 0)
@@ -167,45 +162,42 @@ def _select_whole_words(candidate, continuation, num_to_predict, seed):
 class MaskedLMMasker(keras.layers.Layer):
     """Masks BERT inputs on the fly for masked-language-model pre-training.
 
-    A new mask is drawn at every call (dynamic masking), reproducibly from
-    `seed`: the layer's seed state advances by one per call, so the n-th call
-    of two maskers with the same seed gives the same mask (in `tf.data`, when
-    the map runs sequentially). Works eagerly, in a `tf.function`, inside
-    `tf.data.Dataset.map` on batched inputs, and inside Keras models. For
-    explicit per-call seeds use the stateless `mask_tokens` function.
+    A new mask is drawn at every call (dynamic masking), reproducibly from `seed`: the layer's seed state
+    advances by one per call, so the n-th call of two maskers with the same seed gives the same mask (in
+    `tf.data`, when the map runs sequentially). Works eagerly, in a `tf.function`, inside
+    `tf.data.Dataset.map` on batched inputs, and inside Keras models. For explicit per-call seeds use the
+    stateless `mask_tokens` function.
 
     Args:
-      vocab_size: random replacement ids are drawn from [0, vocab_size).
-      mask_token_id: id of `[MASK]`.
-      special_token_ids: ids that are never selected (`[CLS]`, `[SEP]`, `[PAD]`, ...).
-      selection_rate: fraction of tokens to predict (0.15).
-      mask_token_rate: fraction of predicted tokens replaced by `[MASK]` (0.8).
-      random_token_rate: fraction replaced by a random id (0.1); the rest stays.
-      max_predictions_per_seq: at most this many predictions per sequence.
-      whole_word_masking: select whole words: a `##` piece goes with its word.
-      vocabulary: the tokens (list) or `vocab.txt` path; needed for whole-word
-        masking, to know which ids are `##` pieces.
-      seed: int seed; `None` draws a random one.
-      padding_id: id of `[PAD]` (0 in BERT vocabularies); padding is never
-        selected and does not count towards the number of predictions.
-      **kwargs: standard layer arguments.
+        vocab_size: random replacement ids are drawn from [0, vocab_size).
+        mask_token_id: id of `[MASK]`.
+        special_token_ids: ids that are never selected (`[CLS]`, `[SEP]`, `[PAD]`, ...).
+        selection_rate: fraction of tokens to predict (0.15).
+        mask_token_rate: fraction of predicted tokens replaced by `[MASK]` (0.8).
+        random_token_rate: fraction replaced by a random id (0.1); the rest stays.
+        max_predictions_per_seq: at most this many predictions per sequence.
+        whole_word_masking: select whole words: a `##` piece goes with its word.
+        vocabulary: the tokens (list) or `vocab.txt` path; needed for whole-word masking, to know which ids
+            are `##` pieces.
+        seed: int seed; `None` draws a random one.
+        padding_id: id of `[PAD]` (0 in BERT vocabularies); padding is never selected and does not count
+            towards the number of predictions.
+        **kwargs: standard layer arguments.
 
     Call arguments:
-      input_word_ids: int32 [batch, seq_length], padded with `padding_id`.
+        input_word_ids: int32 [batch, seq_length], padded with `padding_id`.
 
     Returns:
-      dict: `input_word_ids` (masked, int32 [batch, seq_length]),
-      `masked_lm_positions`, `masked_lm_ids` (int32 [batch,
-      max_predictions_per_seq], zero-padded), `masked_lm_weights` (float32,
-      0.0 on padding).
+        dict: `input_word_ids` (masked, int32 [batch, seq_length]), `masked_lm_positions`, `masked_lm_ids`
+        (int32 [batch, max_predictions_per_seq], zero-padded), `masked_lm_weights` (float32, 0.0 on padding).
 
     Example:
 
-    >>> masker = MaskedLMMasker(vocab_size=30522, mask_token_id=103,
-    ...                         special_token_ids=[0, 101, 102], seed=1)
-    >>> out = masker(tf.constant([[101, 2023, 2003, 1037, 3231, 102, 0, 0]]))
-    >>> sorted(out)
-    ['input_word_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights']
+        >>> masker = MaskedLMMasker(vocab_size=30522, mask_token_id=103,
+        ...                         special_token_ids=[0, 101, 102], seed=1)
+        >>> out = masker(tf.constant([[101, 2023, 2003, 1037, 3231, 102, 0, 0]]))
+        >>> sorted(out)
+        ['input_word_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights']
     """
 
     def __init__(

@@ -14,40 +14,36 @@ _TRIMMERS = {"round_robin": "RoundRobinTrimmer", "waterfall": "WaterfallTrimmer"
 class BertPackInputs(keras.layers.Layer):
     """`[CLS] A [SEP] B [SEP] ...` plus padding, as BERT's three int32 inputs.
 
-    Segments that do not fit are truncated at their ends. `"round_robin"`
-    hands out the free positions one at a time to each segment in turn, so
-    every segment keeps tokens; for two segments this is exactly the original
-    BERT `_truncate_seq_pair` (the longer one loses tokens first, the first
-    segment keeps the odd one out). `"waterfall"` fills segments in order and
-    drops the tail.
+    Segments that do not fit are truncated at their ends. `"round_robin"` hands out the free positions one at
+    a time to each segment in turn, so every segment keeps tokens; for two segments this is exactly the
+    original BERT `_truncate_seq_pair` (the longer one loses tokens first, the first segment keeps the odd one
+    out). `"waterfall"` fills segments in order and drops the tail.
 
     Args:
-      seq_length: length of the packed sequence, special tokens included.
-      start_of_sequence_id: id of `[CLS]`.
-      end_of_segment_id: id of `[SEP]`, appended after every segment.
-      padding_id: id of `[PAD]`.
-      truncator: `"round_robin"` (default) or `"waterfall"`.
-      **kwargs: standard layer arguments.
+        seq_length: length of the packed sequence, special tokens included.
+        start_of_sequence_id: id of `[CLS]`.
+        end_of_segment_id: id of `[SEP]`, appended after every segment.
+        padding_id: id of `[PAD]`.
+        truncator: `"round_robin"` (default) or `"waterfall"`.
+        **kwargs: standard layer arguments.
 
     Call arguments:
-      segments: one `tf.RaggedTensor` of token ids [batch, (tokens)] (or
-        [batch, (words), (pieces)], which is flattened), or a list/tuple of them
-        with the same batch size.
+        segments: one `tf.RaggedTensor` of token ids [batch, (tokens)] (or [batch, (words), (pieces)], which
+            is flattened), or a list/tuple of them with the same batch size.
 
     Returns:
-      dict of int32 [batch, seq_length] tensors: `input_word_ids`,
-      `input_mask` (1 for tokens, 0 for padding) and `input_type_ids`
-      (0 for `[CLS]`, the first segment and its `[SEP]`, 1 for the second, ...;
-      0 on padding).
+        dict of int32 [batch, seq_length] tensors: `input_word_ids`, `input_mask` (1 for tokens, 0 for
+        padding) and `input_type_ids` (0 for `[CLS]`, the first segment and its `[SEP]`, 1 for the second,
+        ...; 0 on padding).
 
     Example:
 
-    >>> packer = BertPackInputs(8, start_of_sequence_id=101, end_of_segment_id=102)
-    >>> out = packer([tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[5, 6, 4, 3]])])
-    >>> out["input_word_ids"].numpy().tolist()
-    [[101, 7, 8, 102, 5, 6, 4, 102]]
-    >>> out["input_type_ids"].numpy().tolist()
-    [[0, 0, 0, 0, 1, 1, 1, 1]]
+        >>> packer = BertPackInputs(8, start_of_sequence_id=101, end_of_segment_id=102)
+        >>> out = packer([tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[5, 6, 4, 3]])])
+        >>> out["input_word_ids"].numpy().tolist()
+        [[101, 7, 8, 102, 5, 6, 4, 102]]
+        >>> out["input_type_ids"].numpy().tolist()
+        [[0, 0, 0, 0, 1, 1, 1, 1]]
     """
 
     def __init__(

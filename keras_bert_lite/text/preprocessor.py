@@ -10,37 +10,46 @@ import tensorflow as tf
 from keras_bert_lite.text.packer import BertPackInputs
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
+_OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertPreprocessor(keras.layers.Layer):
     """Strings (or string pairs) in, `input_word_ids`/`input_mask`/`input_type_ids` out.
 
-    Runs entirely in the TensorFlow graph, so it can be used in
-    `tf.data.Dataset.map`, inside a Keras model, and in an exported SavedModel.
+    Runs entirely in the TensorFlow graph, so it can be used in `tf.data.Dataset.map`, inside a Keras
+    model, and in an exported SavedModel.
 
     Args:
-      vocabulary: path of a `vocab.txt` or the list of tokens (see `BertTokenizer`).
-      seq_length: length of the packed inputs, special tokens included.
-      lower_case: `True` for uncased vocabularies (lower-case, strip accents).
-      truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"`.
-      max_chars_per_token: words longer than this become `[UNK]`.
-      **kwargs: standard layer arguments.
+        vocabulary: path of a `vocab.txt` or the list of tokens (see `BertTokenizer`).
+        seq_length: length of the packed inputs, special tokens included.
+        lower_case: `True` for uncased vocabularies (lower-case, and strip accents unless `strip_accents`
+            says otherwise).
+        truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"`.
+        max_chars_per_token: words longer than this become `[UNK]`.
+        strip_accents: see `BertTokenizer`; `None` follows `lower_case`.
+        special_tokens_in_strings: see `BertTokenizer`.
+        preserve_unused_tokens: see `BertTokenizer`.
+        **kwargs: standard layer arguments.
 
     Call arguments:
-      inputs: a tf.string tensor [batch] (or a list of Python strings) of
-        single texts, or a tuple/list of such tensors (text pairs, triples,
-        ...) with the same batch size.
+        inputs: a tf.string tensor [batch] (or a list of Python strings) of single texts, or a tuple/list
+            of such tensors (text pairs, triples, ...) with the same batch size. A scalar string (or a tuple
+            of scalars) is one unbatched example, as in KerasHub's preprocessors and Hugging Face's
+            tokenizers, so `dataset.map(preprocessor)` works before `dataset.batch(...)` too.
 
     Returns:
-      dict of int32 [batch, seq_length] tensors `input_word_ids`, `input_mask`,
-      `input_type_ids` (see `BertPackInputs`).
+        dict of int32 [batch, seq_length] tensors (or [seq_length] for scalar inputs) `input_word_ids`,
+        `input_mask`, `input_type_ids` (see `BertPackInputs`).
 
     Example:
 
-    >>> prep = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...                          "the", "cat", "sat", "."], seq_length=8)
-    >>> prep((["The cat."], ["sat."]))["input_word_ids"].numpy().tolist()
-    [[2, 5, 6, 8, 3, 7, 8, 3]]
+        >>> prep = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+        ...                          "the", "cat", "sat", "."], seq_length=8)
+        >>> prep((["The cat."], ["sat."]))["input_word_ids"].numpy().tolist()
+        [[2, 5, 6, 8, 3, 7, 8, 3]]
+        >>> prep("The cat sat.")["input_word_ids"].numpy().tolist()
+        [2, 5, 6, 7, 8, 3, 0, 0]
     """
 
     def __init__(
@@ -50,6 +59,9 @@ class BertPreprocessor(keras.layers.Layer):
         lower_case: bool = True,
         truncator: str = "round_robin",
         max_chars_per_token: int = 100,
+        strip_accents: bool | None = None,
+        special_tokens_in_strings: bool = False,
+        preserve_unused_tokens: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -57,7 +69,12 @@ class BertPreprocessor(keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self.built = True
         self.tokenizer = BertTokenizer(
-            vocabulary, lower_case=lower_case, max_chars_per_token=max_chars_per_token
+            vocabulary,
+            lower_case=lower_case,
+            max_chars_per_token=max_chars_per_token,
+            strip_accents=strip_accents,
+            special_tokens_in_strings=special_tokens_in_strings,
+            preserve_unused_tokens=preserve_unused_tokens,
         )
         self.packer = BertPackInputs(
             seq_length,
@@ -72,24 +89,24 @@ class BertPreprocessor(keras.layers.Layer):
         return self.packer.seq_length
 
     def call(self, inputs):
-        if isinstance(inputs, dict):
-            raise TypeError(
-                "BertPreprocessor takes a string tensor or a tuple of string tensors, not a dict."
+        texts = _as_string_segments(inputs)
+        ranks = {t.shape.rank for t in texts}
+        if ranks == {0}:  # one unbatched example
+            outputs = self.call(tuple(t[tf.newaxis] for t in texts))
+            return {name: value[0] for name, value in outputs.items()}
+        if ranks != {1}:
+            shapes = ", ".join(str(t.shape) for t in texts)
+            raise ValueError(
+                "BertPreprocessor expects a batch of strings (shape [batch]), a scalar string for one "
+                f"example, or a tuple of either (all the same rank) for text pairs; got shapes {shapes}."
             )
-        if isinstance(inputs, (list, tuple)) and all(isinstance(t, (str, bytes)) for t in inputs):
-            inputs = tf.constant(inputs, dtype=tf.string)  # a plain list of texts is one batch
-        texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        if not texts:
-            raise ValueError("BertPreprocessor needs at least one string tensor.")
-        segments = [self.tokenizer(tf.convert_to_tensor(t, dtype=tf.string)) for t in texts]
+        segments = [self.tokenizer(t) for t in texts]
         return self.packer(segments if len(segments) > 1 else segments[0])
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        return {
-            name: keras.KerasTensor((first.shape[0], self.seq_length), dtype="int32")
-            for name in ("input_word_ids", "input_mask", "input_type_ids")
-        }
+        shape = (self.seq_length,) if len(first.shape) == 0 else (first.shape[0], self.seq_length)
+        return {name: keras.KerasTensor(shape, dtype="int32") for name in _OUTPUT_NAMES}
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -99,5 +116,28 @@ class BertPreprocessor(keras.layers.Layer):
             lower_case=self.tokenizer.lower_case,
             truncator=self.packer.truncator,
             max_chars_per_token=self.tokenizer.max_chars_per_token,
+            strip_accents=self.tokenizer.strip_accents,
+            special_tokens_in_strings=self.tokenizer.special_tokens_in_strings,
+            preserve_unused_tokens=self.tokenizer.preserve_unused_tokens,
         )
         return config
+
+
+def _as_string_segments(inputs) -> list[tf.Tensor]:
+    """The call's inputs as a list of tf.string tensors, one per segment."""
+    if isinstance(inputs, dict):
+        raise TypeError("BertPreprocessor takes a string tensor or a tuple of string tensors, not a dict.")
+    if isinstance(inputs, (str, bytes)):
+        return [tf.constant(inputs, dtype=tf.string)]
+    if isinstance(inputs, (list, tuple)) and all(isinstance(t, (str, bytes)) for t in inputs):
+        return [tf.constant(inputs, dtype=tf.string)]  # a plain list of texts is one batch
+    texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if not texts:
+        raise ValueError("BertPreprocessor needs at least one string tensor.")
+    segments = []
+    for text in texts:
+        segment = tf.convert_to_tensor(text)
+        if segment.dtype != tf.string:
+            raise TypeError(f"BertPreprocessor expects tf.string input, got {segment.dtype.name}.")
+        segments.append(segment)
+    return segments

@@ -3,8 +3,9 @@
 `BertTokenizer` reproduces the original BERT `tokenization.FullTokenizer`: text is cleaned and normalised
 (`normalization.normalize_text`), CJK ideographs and punctuation become words of their own, and each word
 is split by greedy longest-match-first WordPiece on tensorflow-text's fast WordPiece kernel, which also does
-the word splitting (its end-to-end mode). Lines made only of printable ASCII (most English text) need
-nothing but ASCII lower-casing and skip the Unicode normalisation.
+the word splitting (its end-to-end mode), so `call` and `tokenize_with_offsets` share one definition of a
+word. Lines made only of printable ASCII (most English text) need nothing but ASCII lower-casing and skip
+the Unicode normalisation.
 """
 
 from __future__ import annotations
@@ -16,60 +17,17 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lite.text.normalization import PLAIN_ASCII, normalize_text, source_spans
+from keras_bert_lite.text.protected_words import ProtectedWords
+from keras_bert_lite.text.vocab import (
+    SPECIAL_TOKENS,
+    SUFFIX_INDICATOR,
+    load_vocabulary,
+    validate_vocabulary,
+    wordpiece_trie_tokens,
+)
 
 # tensorflow_text (~120 MB resident) is imported in the functions that use it, so that
 # `import keras_bert_lite` (e.g. for training from TFRecords) does not load it.
-
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-SUFFIX_INDICATOR = "##"
-
-def load_vocabulary(path: str) -> list[str]:
-    """Reads a WordPiece `vocab.txt`: one token per line, the line number is the id.
-
-    Args:
-      path: local or `tf.io.gfile` path (e.g. `gs://...`) of the vocabulary file.
-
-    Returns:
-      The tokens, stripped of surrounding whitespace, in id order.
-
-    Raises:
-      FileNotFoundError: `path` does not exist.
-      ValueError: the file is empty, is not UTF-8, or has an empty or repeated
-        token (the message names the line).
-    """
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"Vocabulary file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        raw_lines = f.read().splitlines()
-    tokens = []
-    for line_number, raw in enumerate(raw_lines, start=1):
-        try:
-            tokens.append(raw.decode("utf-8").strip())
-        except UnicodeDecodeError as e:
-            raise ValueError(
-                f"{path}, line {line_number}: not valid UTF-8 ({e.reason} at byte {e.start})."
-            ) from None
-    return _validate_tokens(tokens, source=path)
-
-
-def _validate_tokens(tokens: Sequence[str], source: str) -> list[str]:
-    tokens = list(tokens)
-    if not tokens:
-        raise ValueError(f"Vocabulary {source} is empty.")
-    first_line = {}
-    for line_number, token in enumerate(tokens, start=1):
-        if not isinstance(token, str):
-            raise ValueError(f"Vocabulary {source}, line {line_number}: {token!r} is not a string.")
-        if not token:
-            raise ValueError(f"Vocabulary {source}, line {line_number}: empty token.")
-        if token in first_line:
-            raise ValueError(
-                f"Vocabulary {source}, line {line_number}: token {token!r} repeats line "
-                f"{first_line[token]}."
-            )
-        first_line[token] = line_number
-    return tokens
-
 
 def _as_string_batch(inputs) -> tf.Tensor:
     strings = tf.convert_to_tensor(inputs)
@@ -86,31 +44,39 @@ def _as_string_batch(inputs) -> tf.Tensor:
 class BertTokenizer(keras.layers.Layer):
     """Strings to BERT WordPiece ids, identical to the original `FullTokenizer`.
 
+    The defaults reproduce Google's tokenizer (and Hugging Face's `BertTokenizerFast` wherever the two
+    agree; see the README for where they differ); the options add what either original offers.
+
     Args:
-      vocabulary: path of a `vocab.txt` (one token per line) or the list of
-        tokens. It must contain `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
-      lower_case: lower-case and strip accents (uncased vocabularies); `False`
-        for cased vocabularies.
-      max_chars_per_token: words longer than this (in characters, after
-        normalisation and punctuation splitting) become `[UNK]`. Hugging Face
-        and tensorflow-text use 100; the original BERT code uses 200.
-      **kwargs: standard layer arguments (`name`, ...).
+        vocabulary: path of a `vocab.txt` (one token per line) or the list of tokens. It must contain
+            `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
+        lower_case: lower-case the text (uncased vocabularies); `False` for cased vocabularies.
+        max_chars_per_token: words longer than this (in characters, after normalisation and punctuation
+            splitting) become `[UNK]`. Hugging Face and tensorflow-text use 100; the original BERT code
+            uses 200.
+        strip_accents: drop accents (NFD, then non-spacing marks removed); `None` (default) follows
+            `lower_case`, as the original does. Hugging Face's option of the same name.
+        special_tokens_in_strings: `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]` written in the text
+            (exactly so, anywhere) become their ids, as Hugging Face and KerasHub's
+            `special_tokens_in_strings` do; by default they are text like any other ("[", "mask", "]").
+        preserve_unused_tokens: a whitespace-separated word that is exactly a vocabulary token
+            `[unusedN]` stays one token, as Google's `--preserve_unused_tokens` flag does.
+        **kwargs: standard layer arguments (`name`, ...).
 
     Call arguments:
-      inputs: tf.string tensor of shape [batch] (or a scalar). Invalid UTF-8
-        bytes are dropped, like the original's `decode("utf-8", "ignore")`.
+        inputs: tf.string tensor of shape [batch] (or a scalar). Invalid UTF-8 bytes are dropped, like
+            the original's `decode("utf-8", "ignore")`.
 
     Returns:
-      `tf.RaggedTensor` int32 of shape [batch, (num_tokens)] (or [(num_tokens)]
-      for a scalar): the word pieces of all words, in order, without special
-      tokens.
+        `tf.RaggedTensor` int32 of shape [batch, (num_tokens)] (or [(num_tokens)] for a scalar): the word
+        pieces of all words, in order, without added special tokens.
 
     Example:
 
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...                            "the", "cat", "sat", "##s", "."])
-    >>> tokenizer(["The cats sat."]).to_list()
-    [[5, 6, 8, 7, 9]]
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+        ...                            "the", "cat", "sat", "##s", "."])
+        >>> tokenizer(["The cats sat."]).to_list()
+        [[5, 6, 8, 7, 9]]
     """
 
     def __init__(
@@ -118,6 +84,9 @@ class BertTokenizer(keras.layers.Layer):
         vocabulary: str | Sequence[str],
         lower_case: bool = True,
         max_chars_per_token: int = 100,
+        strip_accents: bool | None = None,
+        special_tokens_in_strings: bool = False,
+        preserve_unused_tokens: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -131,7 +100,7 @@ class BertTokenizer(keras.layers.Layer):
             tokens = load_vocabulary(source)
         else:
             source = "(token list)"
-            tokens = _validate_tokens(vocabulary, source)
+            tokens = validate_vocabulary(vocabulary, source)
         missing = [t for t in SPECIAL_TOKENS if t not in tokens]
         if missing:
             raise ValueError(
@@ -145,24 +114,23 @@ class BertTokenizer(keras.layers.Layer):
         self._ids = {token: i for i, token in enumerate(tokens)}
         self.lower_case = bool(lower_case)
         self.max_chars_per_token = int(max_chars_per_token)
+        self.strip_accents = self.lower_case if strip_accents is None else bool(strip_accents)
+        self.special_tokens_in_strings = bool(special_tokens_in_strings)
+        self.preserve_unused_tokens = bool(preserve_unused_tokens)
+        self._protected_words = ProtectedWords(
+            self._ids, self.special_tokens_in_strings, self.preserve_unused_tokens
+        )
 
-        # Fast WordPiece limits words by bytes. With a limit of
-        # `max_chars_per_token` bytes it is exact for ASCII words; the rare lines
-        # with non-ASCII text and an [UNK] are redone with a 4-bytes-per-character
-        # limit and the character limit applied afterwards (`_redo_by_chars`).
-        self._wordpiece = self._build_wordpiece(tokens, self.max_chars_per_token)
-        self._wordpiece_wide = self._build_wordpiece(tokens, 4 * self.max_chars_per_token)
+        # Fast WordPiece limits words by bytes: `_redo_by_chars` applies the character limit.
+        trie_tokens = wordpiece_trie_tokens(tokens, self.max_chars_per_token, source)
+        self._wordpiece = self._build_wordpiece(trie_tokens, self.max_chars_per_token)
+        self._wordpiece_wide = self._build_wordpiece(trie_tokens, 4 * self.max_chars_per_token)
         self._vocab_strings = tf.constant(tokens, dtype=tf.string)
-        self._starts_word = tf.constant(
-            [not t.startswith(SUFFIX_INDICATOR) for t in tokens], dtype=tf.bool
-        )
+        self._starts_word = tf.constant([not t.startswith(SUFFIX_INDICATOR) for t in tokens], dtype=tf.bool)
         self._piece_chars = tf.constant(
-            [len(t) - (len(SUFFIX_INDICATOR) if t.startswith(SUFFIX_INDICATOR) else 0)
-             for t in tokens],
-            dtype=tf.int32,
+            [len(t.removeprefix(SUFFIX_INDICATOR)) for t in tokens], dtype=tf.int32
         )
 
-    # ----------------------------------------------------------------- vocabulary
     @property
     def vocabulary(self) -> list[str]:
         """The tokens in id order."""
@@ -220,7 +188,7 @@ class BertTokenizer(keras.layers.Layer):
         strings = _as_string_batch(inputs)
         if strings.shape.rank == 0:
             return self.call(strings[tf.newaxis])[0]
-        return self._word_pieces(strings, with_offsets=False)[0]
+        return self._tokenize(strings, with_offsets=False)[0]
 
     def tokenize_with_offsets(
         self, inputs
@@ -251,30 +219,41 @@ class BertTokenizer(keras.layers.Layer):
         strings = _as_string_batch(inputs)
         if strings.shape.rank == 0:
             return tuple(t[0] for t in self.tokenize_with_offsets(strings[tf.newaxis]))
-        ids, starts, ends = self._word_pieces(strings, with_offsets=True)
-        starts, ends = self._word_spans(ids, starts, ends)
-        # Printable-ASCII rows keep their byte offsets through normalisation; only the others are mapped.
-        mapped = tf.logical_not(tf.strings.regex_full_match(strings, PLAIN_ASCII))
-        pieces = tf.where(tf.gather(mapped, ids.value_rowids()))
-        spans = source_spans(
-            tf.boolean_mask(strings, mapped),
-            tf.ragged.boolean_mask(starts, mapped),
-            tf.ragged.boolean_mask(ends, mapped),
-            self.lower_case,
+        return self._tokenize(strings, with_offsets=True)
+
+    def _tokenize(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
+        """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends): word spans in `strings`."""
+        if not self._protected_words.enabled:
+            return self._word_pieces(strings, with_offsets)
+        parts, part_starts, part_ends, protected = self._protected_words.split(strings)
+        is_protected = protected >= 0
+        pieces = self._word_pieces(tf.where(is_protected, "", parts.flat_values), with_offsets)
+        lengths = tf.cast(is_protected, tf.int64)
+        kept = [tf.RaggedTensor.from_row_lengths(tf.boolean_mask(protected, is_protected), lengths)]
+        if with_offsets:
+            kept += [
+                tf.RaggedTensor.from_row_lengths(tf.boolean_mask(offsets.flat_values, is_protected), lengths)
+                for offsets in (part_starts, part_ends)
+            ]
+            pieces = (pieces[0], *(
+                offsets.with_flat_values(
+                    offsets.flat_values + tf.gather(part_starts.flat_values, offsets.value_rowids())
+                )
+                for offsets in pieces[1:]
+            ))
+        # A protected part has no pieces of its own and one kept token; the parts regroup into strings.
+        return tuple(
+            parts.with_flat_values(tf.concat([values, token], axis=1)).merge_dims(1, 2)
+            for values, token in zip(pieces, kept)
         )
-        starts, ends = (
-            offsets.with_flat_values(tf.tensor_scatter_nd_update(offsets.flat_values, pieces, span.flat_values))
-            for offsets, span in zip((starts, ends), spans)
-        )
-        return ids, starts, ends
 
     def _word_pieces(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
-        """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends) in the normalised strings."""
+        """`_tokenize` without protected words."""
         plain = tf.strings.regex_full_match(strings, PLAIN_ASCII)
         unicode_rows = tf.where(tf.logical_not(plain))
         fast = tf.strings.lower(strings) if self.lower_case else strings
         normalized = tf.tensor_scatter_nd_update(
-            fast, unicode_rows, normalize_text(tf.gather_nd(strings, unicode_rows), self.lower_case)
+            fast, unicode_rows, self._normalize(tf.gather_nd(strings, unicode_rows))
         )
 
         def tokenize(wordpiece, texts):
@@ -284,11 +263,32 @@ class BertTokenizer(keras.layers.Layer):
         redo = tf.logical_and(
             tf.size(unicode_rows) > 0, tf.reduce_any(tf.equal(pieces[0].flat_values, self.unk_id))
         )
-        return tf.cond(
+        pieces = tf.cond(
             redo,
             lambda: self._redo_by_chars(normalized, tf.logical_not(plain), pieces, tokenize),
             lambda: pieces,
         )
+        if not with_offsets:
+            return pieces
+        ids, starts, ends = pieces
+        starts, ends = self._word_spans(ids, starts, ends)
+        # Printable-ASCII rows keep their byte offsets through normalisation; only the others are mapped.
+        mapped = tf.where(tf.gather(tf.logical_not(plain), ids.value_rowids()))
+        spans = source_spans(
+            tf.gather_nd(strings, unicode_rows),
+            *(tf.gather(offsets, unicode_rows[:, 0]) for offsets in (starts, ends)),
+            self.lower_case,
+            self.strip_accents,
+        )
+        return (ids, *(
+            offsets.with_flat_values(
+                tf.tensor_scatter_nd_update(offsets.flat_values, mapped, span.flat_values)
+            )
+            for offsets, span in zip((starts, ends), spans)
+        ))
+
+    def _normalize(self, strings: tf.Tensor) -> tf.Tensor:
+        return normalize_text(strings, self.lower_case, self.strip_accents)
 
     def _redo_by_chars(self, normalized, unicode_rows, pieces, tokenize):
         """Re-tokenizes non-ASCII rows holding [UNK] with the character limit.
@@ -315,10 +315,8 @@ class BertTokenizer(keras.layers.Layer):
         source = tf.tensor_scatter_nd_update(
             tf.range(batch_size), rows[:, tf.newaxis], batch_size + tf.range(tf.size(rows, tf.int64))
         )
-        return tuple(
-            tf.gather(tf.concat([old, tf.ragged.boolean_mask(new.with_flat_values(value), keep)], axis=0), source)
-            for old, new, value in zip(pieces, redone, values)
-        )
+        redone = [tf.ragged.boolean_mask(r.with_flat_values(value), keep) for r, value in zip(redone, values)]
+        return tuple(tf.gather(tf.concat([old, new], axis=0), source) for old, new in zip(pieces, redone))
 
     def _word_spans(self, ids, starts, ends):
         """Piece offsets [batch, (pieces)] -> the offsets of each piece's word (first start, last end)."""
@@ -331,11 +329,11 @@ class BertTokenizer(keras.layers.Layer):
         """Like `call`, but grouped by word.
 
         Args:
-          inputs: tf.string tensor of shape [batch] (or a scalar).
+            inputs: tf.string tensor of shape [batch] (or a scalar).
 
         Returns:
-          `tf.RaggedTensor` int32 of shape [batch, (words), (pieces)] (or
-          [(words), (pieces)] for a scalar).
+            `tf.RaggedTensor` int32 of shape [batch, (words), (pieces)] (or [(words), (pieces)] for a
+            scalar).
         """
         strings = _as_string_batch(inputs)
         if strings.shape.rank == 0:
@@ -348,17 +346,16 @@ class BertTokenizer(keras.layers.Layer):
         words_per_row = tf.reduce_sum(tf.cast(starts, tf.int64), axis=-1)
         return tf.RaggedTensor.from_row_lengths(words, words_per_row, validate=False)
 
-    # ---------------------------------------------------------------- detokenize
     def detokenize(self, ids) -> tf.Tensor:
         """Word-piece ids back to text: pieces joined, `##` continuations glued.
 
         Args:
-          ids: int tensor or `tf.RaggedTensor` of shape [batch, (tokens)]; `[PAD]`
-            ids are skipped, so padded model inputs can be passed directly.
+            ids: int tensor or `tf.RaggedTensor` of shape [batch, (tokens)]; `[PAD]` ids are skipped, so
+                padded model inputs can be passed directly.
 
         Returns:
-          tf.string tensor of shape [batch]: normalised words separated by single
-          spaces (lower-casing, accents and spacing are not restored).
+            tf.string tensor of shape [batch]: normalised words separated by single spaces (lower-casing,
+            accents and spacing are not restored).
         """
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
@@ -376,5 +373,8 @@ class BertTokenizer(keras.layers.Layer):
             vocabulary=list(self._tokens),
             lower_case=self.lower_case,
             max_chars_per_token=self.max_chars_per_token,
+            strip_accents=self.strip_accents,
+            special_tokens_in_strings=self.special_tokens_in_strings,
+            preserve_unused_tokens=self.preserve_unused_tokens,
         )
         return config

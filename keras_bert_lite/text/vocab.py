@@ -1,15 +1,131 @@
-"""Learning a WordPiece vocabulary from a corpus (tensorflow-text's BERT vocab learner)."""
+"""WordPiece vocabularies: reading and checking `vocab.txt` files, their form for tensorflow-text's WordPiece
+trie, and learning one from a corpus."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
 
-from keras_bert_lite.text.tokenizer import SPECIAL_TOKENS, normalize_text
+from keras_bert_lite.atomic import write_text_atomically
+from keras_bert_lite.text.normalization import WHITESPACE, normalize_text
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+SUFFIX_INDICATOR = "##"
+
+# Fast WordPiece's limit for a vocabulary token, in UTF-8 bytes after the suffix indicator.
+_MAX_TOKEN_BYTES = 256
+# Normalisation removes U+FFFD, so a WordPiece token holding it never matches any text.
+_NEVER_MATCHES = "\ufffd"
 
 _BATCH_SIZE = 1024
 _BLANK = r"[\s\p{Z}]*"
+
+
+def load_vocabulary(path: str) -> list[str]:
+    """Reads a WordPiece `vocab.txt`: one token per line, the line number is the id.
+
+    Args:
+        path: local or `tf.io.gfile` path (e.g. `gs://...`) of the vocabulary file.
+
+    Returns:
+        The tokens, stripped of surrounding whitespace (as the original BERT code reads them), in id order.
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        ValueError: the file is empty, is not UTF-8, or has an empty or repeated token (the message names
+            the line).
+    """
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"Vocabulary file not found: {path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        raw_lines = f.read().splitlines()
+    tokens = []
+    for line_number, raw in enumerate(raw_lines, start=1):
+        try:
+            tokens.append(raw.decode("utf-8").strip())
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{path}, line {line_number}: not valid UTF-8 ({e.reason} at byte {e.start})."
+            ) from None
+    return validate_vocabulary(tokens, source=path)
+
+
+def validate_vocabulary(tokens: Sequence[str], source: str) -> list[str]:
+    """Checks that `tokens` are non-empty, unique strings; errors name `source` and the line (id + 1).
+
+    Args:
+        tokens: the vocabulary in id order.
+        source: where the tokens come from (a file name, or "(token list)"), for error messages.
+
+    Returns:
+        The tokens as a list.
+
+    Raises:
+        ValueError: the vocabulary is empty, or a token is not a string, is empty or repeats another.
+    """
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError(f"Vocabulary {source} is empty.")
+    first_line = {}
+    for line_number, token in enumerate(tokens, start=1):
+        if not isinstance(token, str):
+            raise ValueError(f"Vocabulary {source}, line {line_number}: {token!r} is not a string.")
+        if not token:
+            raise ValueError(f"Vocabulary {source}, line {line_number}: empty token.")
+        if token in first_line:
+            raise ValueError(
+                f"Vocabulary {source}, line {line_number}: token {token!r} repeats line "
+                f"{first_line[token]}."
+            )
+        first_line[token] = line_number
+    return tokens
+
+
+def _removed_by_normalization(char: str) -> bool:
+    return char in ("\x00", "\ufffd") or (
+        unicodedata.category(char) in ("Cc", "Cf") and char not in "\t\n\r"
+    )
+
+
+def wordpiece_trie_tokens(tokens: Sequence[str], max_chars_per_token: int, source: str) -> list[str]:
+    """The tokens as tensorflow-text's fast WordPiece trie takes them, ids unchanged.
+
+    The trie refuses tokens holding a NUL, tokens over 256 bytes, and vocabularies without a plain
+    whole-word token, all of which the original tokenizer accepts. Tokens the original can never produce
+    (holding a character that normalisation removes, or longer than any word that is not [UNK]) become
+    placeholders that match no text, exactly as unreachable as they were; one more placeholder after the
+    last id gives the trie a whole-word token. Only a long token that real text could reach is an error.
+
+    Args:
+        tokens: the vocabulary in id order.
+        max_chars_per_token: the tokenizer's word length limit (longer words become [UNK]).
+        source: where the tokens come from, for error messages.
+
+    Returns:
+        The trie's vocabulary: `tokens` with placeholders, plus one placeholder.
+
+    Raises:
+        ValueError: naming `source` and the line of a token over 256 bytes (after "##") that a word within
+            `max_chars_per_token` could match.
+    """
+    trie_tokens = []
+    for line_number, token in enumerate(tokens, start=1):
+        word = token.removeprefix(SUFFIX_INDICATOR)
+        if token not in SPECIAL_TOKENS and any(_removed_by_normalization(c) for c in token):
+            token = f"{_NEVER_MATCHES}{line_number}"
+        elif len(word.encode("utf-8")) > _MAX_TOKEN_BYTES:
+            if len(word) <= max_chars_per_token:
+                raise ValueError(
+                    f"Vocabulary {source}, line {line_number}: token {token[:24]!r}... is "
+                    f"{len(word.encode('utf-8'))} bytes long; tensorflow-text's WordPiece takes at most "
+                    f"{_MAX_TOKEN_BYTES} bytes per token (after '{SUFFIX_INDICATOR}'). Remove or shorten it, "
+                    f"or set max_chars_per_token below its {len(word)} characters."
+                )
+            token = f"{_NEVER_MATCHES}{line_number}"
+        trie_tokens.append(token)
+    return [*trie_tokens, _NEVER_MATCHES]
 
 
 def _vocab_learner():
@@ -28,32 +144,32 @@ def build_vocab(
 ) -> list[str]:
     """Learns a BERT WordPiece vocabulary from raw text.
 
-    Text is normalised exactly as `BertTokenizer` does (BERT's cleaning, and
-    lower-casing plus accent stripping when `lower_case`), split into words on
-    whitespace, punctuation and CJK characters, and handed to tensorflow-text's
-    WordPiece learner. The result loads directly into `BertTokenizer`.
+    Text is normalised exactly as `BertTokenizer` does (BERT's cleaning, and lower-casing plus accent
+    stripping when `lower_case`), every kind of whitespace becomes a space (the learner's own word
+    splitting only knows ASCII whitespace, and a token holding a no-break space would not survive being
+    written to a file and read back), and the words (split on whitespace, punctuation and CJK characters)
+    go to tensorflow-text's WordPiece learner. The result loads directly into `BertTokenizer`.
 
     Args:
-      corpus: an iterable of strings (e.g. lines or sentences) or a
-        `tf.data.Dataset` of scalar tf.string elements.
-      vocab_size: the maximum vocabulary size (the learner aims for 95-100 % of it).
-      lower_case: `True` for an uncased vocabulary.
-      reserved_tokens: tokens placed first, in this order (ids 0, 1, ...).
-      output_file: if given, the vocabulary is written there, one token per line.
+        corpus: an iterable of strings (e.g. lines or sentences) or a `tf.data.Dataset` of scalar
+            tf.string elements.
+        vocab_size: the maximum vocabulary size (the learner aims for 95-100 % of it).
+        lower_case: `True` for an uncased vocabulary.
+        reserved_tokens: tokens placed first, in this order (ids 0, 1, ...).
+        output_file: if given, the vocabulary is written there (atomically), one token per line.
 
     Returns:
-      The tokens in id order: `reserved_tokens`, then every character seen (and
-      its `##` form), then learned word pieces.
+        The tokens in id order: `reserved_tokens`, then every character seen (and its `##` form), then
+        learned word pieces.
 
     Raises:
-      ValueError: the corpus has no words, or `vocab_size` is smaller than the
-        reserved tokens.
+        ValueError: the corpus has no words, or `vocab_size` is smaller than the reserved tokens.
 
     Example:
 
-    >>> vocab = build_vocab(["The cat sat on the mat.", "A dog sat too."], vocab_size=100)
-    >>> vocab[:5]
-    ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
+        >>> vocab = build_vocab(["The cat sat on the mat.", "A dog sat too."], vocab_size=100)
+        >>> vocab[:5]
+        ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
     """
     reserved_tokens = list(reserved_tokens)
     if vocab_size <= len(reserved_tokens):
@@ -70,9 +186,13 @@ def build_vocab(
         if isinstance(corpus, (str, bytes)):
             raise ValueError("corpus must be an iterable of strings, not a single string.")
         dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(corpus) or [""], tf.string))
+
+    def normalize(batch):
+        return tf.strings.regex_replace(normalize_text(batch, lower_case), WHITESPACE, " ")
+
     texts = (
         dataset.batch(_BATCH_SIZE)
-        .map(lambda batch: normalize_text(batch, lower_case))
+        .map(normalize)
         .unbatch()
         .filter(lambda text: tf.logical_not(tf.strings.regex_full_match(text, _BLANK)))
     )
@@ -86,6 +206,5 @@ def build_vocab(
         bert_tokenizer_params={"lower_case": False},
     )
     if output_file:
-        with tf.io.gfile.GFile(output_file, "w") as f:
-            f.write("".join(token + "\n" for token in vocab))
+        write_text_atomically(output_file, "".join(token + "\n" for token in vocab))
     return vocab

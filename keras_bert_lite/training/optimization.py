@@ -15,6 +15,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_lite.layers import accelerated
+
 # Regexes that Keras matches against a variable's own name (not its path): LayerNorm weights are
 # named `gamma` / `beta` and biases `bias` / `output_bias`; none of them gets weight decay.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("gamma", "beta", "bias")
@@ -82,38 +84,26 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
-@tf.function(jit_compile=True, autograph=False)
-def _adamw_update(variable, momentum, velocity, gradient, alpha, decay, momentum_rate, velocity_rate, epsilon):
-    """One variable's AdamW step in place, fused by XLA into one pass over its four tensors:
+@keras.saving.register_keras_serializable(package="keras_bert_lite")
+class AdamW(keras.optimizers.Optimizer):
+    """`keras.optimizers.AdamW` (same arguments, math, config and checkpoint layout) whose Adam
+    update of each variable runs as one fused kernel (`keras_bert_lite.layers.accelerated`).
 
-        m += (g - m) momentum_rate;  v += (g^2 - v) velocity_rate
-        w -= w decay + alpha m / (sqrt(v) + epsilon)
+    Built on `keras.optimizers.Optimizer`'s public interface only: Keras applies the weight decay
+    (with `exclude_from_weight_decay`) and the gradient clipping as for its own AdamW, and this
+    class's `update_step` updates both moments and the variable in one pass over the four
+    tensors instead of about a dozen ops, each reading and writing the whole variable. Its slot
+    variables are created and tracked as `keras.optimizers.Adam` does (`_momentums`,
+    `_velocities`), so `tf.train.Checkpoint`s of either optimizer restore into the other.
+
+    Under Mirrored strategies each device's copy of a variable is updated with the slots' copies
+    on that device; where the variable itself is distributed (TPU replicas) the same update runs
+    as plain ops, which the compiled TPU step fuses anyway.
 
     Args:
-        variable, momentum, velocity: float tf.Variables of one shape.
-        gradient: float tensor of that shape.
-        alpha: the bias-corrected step size; decay: learning rate x weight decay (0 for
-            excluded variables); momentum_rate, velocity_rate: 1 - beta_1, 1 - beta_2 (computed
-            in float64 first, as Keras does); epsilon: Adam's epsilon (all float scalars).
-    """
-    momentum.assign_add((gradient - momentum) * momentum_rate)
-    velocity.assign_add((tf.square(gradient) - velocity) * velocity_rate)
-    variable.assign_sub(variable * decay + alpha * momentum / (tf.sqrt(velocity) + epsilon))
-
-
-@keras.saving.register_keras_serializable(package="keras_bert_lite")
-class AdamW(keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` (same arguments, slot variables, checkpoints and math) whose
-    update of each variable (weight decay, both moments and the step) runs as one XLA-compiled
-    kernel instead of about a dozen TensorFlow ops, each reading and writing the whole variable,
-    and whose global-norm clipping sums squares without materializing them.
-
-    Measured on a 2-core CPU, one update with global-norm clipping (best of 5): BERT-base's
-    110M parameters 318 -> 155 ms, the small config's 11M 43 -> 22 ms. The first step compiles
-    one kernel per variable shape. Under Mirrored strategies each device's copy is updated by
-    the compiled kernel; where the variable itself is distributed (TPU replicas) Keras' own ops
-    run, which the compiled TPU step fuses anyway. `amsgrad` is not supported (use
-    `keras.optimizers.AdamW` for it).
+        learning_rate, weight_decay, beta_1, beta_2, epsilon: as `keras.optimizers.AdamW`.
+        amsgrad: must be False (use `keras.optimizers.AdamW` for AMSGrad).
+        **kwargs: `keras.optimizers.Optimizer` arguments (`global_clipnorm`, `name`, ...).
 
     Example:
 
@@ -121,57 +111,78 @@ class AdamW(keras.optimizers.AdamW):
         >>> optimizer.exclude_from_weight_decay(var_names=["bias"])
     """
 
-    def __init__(self, *args, amsgrad: bool = False, **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay: float = 0.004,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        amsgrad: bool = False,
+        name: str = "adamw",
+        **kwargs,
+    ):
         if amsgrad:
             raise ValueError("keras_bert_lite AdamW: amsgrad is not supported; use keras.optimizers.AdamW.")
-        super().__init__(*args, **kwargs)
+        if weight_decay is None:
+            raise ValueError("keras_bert_lite AdamW: weight_decay must be a number (0 for none).")
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
 
-    def _clip_gradients(self, grads):
-        """Global-norm clipping by `tf.clip_by_global_norm` (one fused sum of squares per
-        gradient) rather than Keras' square-then-sum: the same scale, a BERT-base training step
-        ~4 % faster on 2 CPU cores (the squares competed with the backward pass for the cores)."""
-        if self.global_clipnorm:
-            return tf.clip_by_global_norm(grads, self.global_clipnorm)[0]
-        return super()._clip_gradients(grads)
-
-    def _apply_weight_decay(self, variables):
-        """No separate pass: `update_step` applies the decay with the Adam step."""
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        # Named as keras.optimizers.Adam's, so that checkpoints of either restore into the other.
+        self._momentums, self._velocities = self.add_optimizer_variables(var_list, ["momentum", "velocity"])
+        self._slots = _SlotTable(var_list, self._momentums, self._velocities)
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
-        learning_rate = ops.cast(learning_rate, dtype)
         step = ops.cast(self.iterations + 1, dtype)
-        alpha = learning_rate * ops.sqrt(1.0 - self.beta_2**step) / (1.0 - self.beta_1**step)
-        use_decay = self.weight_decay is not None and self._use_weight_decay(variable)
-        decay = learning_rate * ops.cast(self.weight_decay, dtype) if use_decay else ops.zeros((), dtype)
-        gradient = ops.cast(tf.convert_to_tensor(gradient), dtype)  # a sparse gradient updates densely, as in Keras
-        index = self._get_variable_index(variable)
-        momentum = _copy_on_device_of(variable, self._momentums[index].value)
-        velocity = _copy_on_device_of(variable, self._velocities[index].value)
-        if momentum is None or velocity is None:
-            # `variable` is itself a distributed variable (not one device's copy of one, as
-            # under Mirrored strategies): Keras' ops, on which a compiled step fuses anyway.
-            self.assign_sub(variable, variable * decay)
-            return super().update_step(gradient, variable, learning_rate)
-        _adamw_update(
-            variable, momentum, velocity, gradient, alpha, decay,
-            ops.cast(1.0 - self.beta_1, dtype), ops.cast(1.0 - self.beta_2, dtype), ops.cast(self.epsilon, dtype),
-        )
+        alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1.0 - self.beta_2**step) / (1.0 - self.beta_1**step)
+        gradient = ops.cast(tf.convert_to_tensor(gradient), dtype)  # a sparse gradient updates densely
+        momentum, velocity = self._slots.of(variable)
+        rates = (ops.cast(1.0 - self.beta_1, dtype), ops.cast(1.0 - self.beta_2, dtype), ops.cast(self.epsilon, dtype))
+        if isinstance(momentum, keras.Variable):  # the variable itself is distributed: plain ops
+            self.assign_add(momentum, (gradient - momentum) * rates[0])
+            self.assign_add(velocity, (ops.square(gradient) - velocity) * rates[1])
+            self.assign_sub(variable, alpha * momentum / (ops.sqrt(velocity) + rates[2]))
+            return
+        accelerated.adamw_step(variable, momentum, velocity, gradient, alpha, *rates)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon, amsgrad=False)
+        return config
 
 
-def _copy_on_device_of(variable, slot):
-    """The plain tf.Variable holding `slot` on `variable`'s device, or None.
+class _SlotTable:
+    """The (momentum, velocity) of each model variable, as `update_step` is given the variable.
 
-    Under a Mirrored strategy the optimizer updates each device's copy of a model variable
-    separately, while its slots are distributed variables: the compiled update must be given
-    the slot's copy on the same device (a tf.function given the distributed variable itself
-    would keep updating the first one it was traced with).
+    A plain object, so that neither Keras' tracking nor `tf.train.Checkpoint` sees the model
+    variables through the optimizer. `update_step` gets a plain or one device's `tf.Variable`
+    (Mirrored strategies), whose slots are the `tf.Variable`s on its device, or the distributed
+    variable itself (TPU replicas), whose slots are the `keras.Variable`s. The table is filled on
+    first use, inside the strategy that updates the variables.
     """
-    if isinstance(variable, tf.distribute.DistributedValues):
-        return None
-    copies = tf.distribute.get_strategy().experimental_local_results(slot)
-    matching = [copy for copy in copies if copy.device == variable.device]
-    return matching[0] if len(matching) == 1 else None
+
+    def __init__(self, variables, momentums, velocities):
+        self._triples = list(zip(variables, momentums, velocities))
+        self._by_id = {}
+
+    def of(self, variable):
+        if not self._by_id:
+            local_results = tf.distribute.get_strategy().experimental_local_results
+            for model_variable, momentum, velocity in self._triples:
+                self._by_id[id(model_variable.value)] = (momentum, velocity)
+                copies = zip(*(local_results(v.value) for v in (model_variable, momentum, velocity)))
+                for copy, momentum_copy, velocity_copy in copies:
+                    if not isinstance(copy, tf.distribute.DistributedValues):
+                        self._by_id[id(copy)] = (momentum_copy, velocity_copy)
+        return self._by_id[id(variable)]
 
 
 def create_optimizer(

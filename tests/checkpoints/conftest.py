@@ -4,6 +4,7 @@ original BERT code (see original_bert.py) shared by every test that compares aga
 import dataclasses
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +12,12 @@ import numpy as np
 import pytest
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
-from keras_bert_lite.checkpoints import load_hf_checkpoint, read_hf_config, save_google_checkpoint
+from keras_bert_lite.checkpoints import (
+    from_google_checkpoint,
+    load_hf_checkpoint,
+    read_hf_config,
+    save_google_checkpoint,
+)
 
 # Real sentences: single texts of different lengths (a padded batch) and sentence pairs.
 SENTENCES = [
@@ -97,15 +103,19 @@ def minilm_encoder(minilm_dir) -> BertEncoder:
 class OriginalRun:
     """Results of one run of the original BERT code.
 
-    minilm_*: our MiniLM (converted to tanh GELU) written with save_google_checkpoint, restored
-        by the original BertModel: inputs, the original's outputs and ours.
+    minilm_*: the real MiniLM (exact GELU) written as a Google folder by save_google_checkpoint
+        (approximate_gelu=True, real vocab.txt): the folder, the inputs, the outputs of the original
+        BertModel built from that folder's bert_config.json and checkpoint, ours from
+        from_google_checkpoint(folder), and the exact-GELU MiniLM's before conversion.
     tiny_*: a tiny model pre-trained one step by the original code and saved with its Saver:
         config dict, checkpoint prefix, inputs and the original's outputs (incl. MLM/NSP logits).
     """
 
+    minilm_folder: pathlib.Path
     minilm_inputs: dict
     minilm_reference: dict
     minilm_ours: dict
+    minilm_exact: dict
     tiny_config: dict
     tiny_checkpoint: str
     tiny_inputs: dict
@@ -130,29 +140,30 @@ def _tiny_inputs(rng) -> dict:
     }
 
 
-@pytest.fixture(scope="session")
-def original_run(tmp_path_factory, minilm_dir, real_batch) -> OriginalRun:
-    work = tmp_path_factory.mktemp("original_bert")
-    # Ours -> Google format: MiniLM with BERT's tanh GELU, since the original code only has that.
-    config = dataclasses.replace(read_hf_config(minilm_dir), hidden_act="gelu")
-    encoder = BertEncoder(config)
-    report = load_hf_checkpoint(encoder, minilm_dir, strict=False)
-    assert report.problems() == [
-        "config differs (1): hidden_act is 'gelu_exact' in config.json but 'gelu' in the model"
-    ]
-    outputs = encoder(encoder_feed(real_batch))
-    minilm_ours = {
+def _encoder_outputs(encoder, batch) -> dict:
+    outputs = encoder(encoder_feed(batch))
+    return {
         "sequence_output": outputs["sequence_output"].numpy(),
         "pooled_output": outputs["pooled_output"].numpy(),
         **{f"layer_{i}": x.numpy() for i, x in enumerate(outputs["encoder_outputs"])},
     }
-    minilm_ckpt = save_google_checkpoint(encoder, work / "minilm" / "bert_model.ckpt")
+
+
+@pytest.fixture(scope="session")
+def original_run(tmp_path_factory, minilm_dir, minilm_encoder, real_batch) -> OriginalRun:
+    work = tmp_path_factory.mktemp("original_bert")
+    # Ours -> a Google folder: MiniLM's exact GELU becomes the original's tanh GELU, on request.
+    minilm_folder = work / "minilm"
+    minilm_ckpt = save_google_checkpoint(
+        minilm_encoder, minilm_folder / "bert_model.ckpt", minilm_dir / "vocab.txt", approximate_gelu=True
+    )
+    converted, _ = from_google_checkpoint(minilm_folder)
+    assert converted.config.hidden_act == "gelu"
     np.savez(work / "minilm_inputs.npz", **real_batch)
     tiny_inputs = _tiny_inputs(np.random.default_rng(7))
     np.savez(work / "tiny_inputs.npz", **tiny_inputs)
-    google_config = {k: v for k, v in config.to_dict().items() if k != "layer_norm_eps"}
     jobs = [
-        {"job": "restore", "config": google_config, "checkpoint": minilm_ckpt,
+        {"job": "restore", "config_file": str(minilm_folder / "bert_config.json"), "checkpoint": minilm_ckpt,
          "inputs": str(work / "minilm_inputs.npz"), "output": str(work / "minilm_reference.npz")},
         {"job": "pretrain", "config": TINY_ORIGINAL_CONFIG, "checkpoint": str(work / "tiny" / "bert_model.ckpt"),
          "inputs": str(work / "tiny_inputs.npz"), "output": str(work / "tiny_reference.npz"), "seed": 3},
@@ -165,9 +176,11 @@ def original_run(tmp_path_factory, minilm_dir, real_batch) -> OriginalRun:
     if result.returncode != 0:
         pytest.fail(f"The original BERT code failed:\n{result.stderr[-4000:]}")
     return OriginalRun(
+        minilm_folder=minilm_folder,
         minilm_inputs=real_batch,
         minilm_reference=dict(np.load(work / "minilm_reference.npz")),
-        minilm_ours=minilm_ours,
+        minilm_ours=_encoder_outputs(converted, real_batch),
+        minilm_exact=_encoder_outputs(minilm_encoder, real_batch),
         tiny_config=TINY_ORIGINAL_CONFIG,
         tiny_checkpoint=str(work / "tiny" / "bert_model.ckpt"),
         tiny_inputs=tiny_inputs,
@@ -181,5 +194,60 @@ def tiny_original_pretrainer():
 
     def make(**overrides) -> BertPretrainer:
         return BertPretrainer(BertEncoder(BertConfig.from_dict({**TINY_ORIGINAL_CONFIG, **overrides})))
+
+    return make
+
+
+# A tiny Hugging Face BERT (3 heads of 8).
+HF_TINY = dict(vocab_size=60, hidden_size=24, num_hidden_layers=2, num_attention_heads=3, intermediate_size=40,
+               max_position_embeddings=40, type_vocab_size=2)
+
+
+def _randomize(module, seed):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            noise = torch.randn(param.shape, generator=generator) * 0.2
+            param.copy_(noise + (1.0 if "LayerNorm.weight" in name else 0.0))
+
+
+@pytest.fixture(scope="session")
+def hf_pretraining(tmp_path_factory, hf_tiny):
+    """A random tiny transformers BertForPreTraining (exact GELU) saved with save_pretrained."""
+    import transformers
+
+    model = transformers.BertForPreTraining(transformers.BertConfig(**hf_tiny, hidden_act="gelu")).eval()
+    _randomize(model, seed=0)
+    folder = tmp_path_factory.mktemp("hf_pretraining")
+    model.save_pretrained(folder)
+    return model, folder
+
+
+@pytest.fixture(scope="session")
+def hf_tiny() -> dict:
+    """The tiny Hugging Face BERT's sizes (BertConfig / transformers.BertConfig keyword arguments)."""
+    return dict(HF_TINY)
+
+
+@pytest.fixture(scope="session")
+def folder_with():
+    """`folder_with(tmp_path, folder, config=None, tensors=None, files=None)`: a copy of `folder`
+    with config.json replaced by `config`, model.safetensors by `tensors` and any other file by
+    `files` (name -> bytes)."""
+
+    def make(tmp_path, folder, config=None, tensors=None, files=None):
+        from safetensors.numpy import save_file
+
+        out = tmp_path / "modified"
+        shutil.copytree(folder, out, dirs_exist_ok=True)
+        if config is not None:
+            (out / "config.json").write_text(json.dumps(config))
+        if tensors is not None:
+            save_file(tensors, out / "model.safetensors")
+        for name, content in (files or {}).items():
+            (out / name).write_bytes(content)
+        return out
 
     return make

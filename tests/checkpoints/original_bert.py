@@ -10,9 +10,10 @@ equivalents that create the same variables (`LayerNorm/beta`, `LayerNorm/gamma`,
 else is the original code.
 
 JOBS_JSON holds a list of jobs:
-  {"job": "restore", "config": {...}, "checkpoint": prefix, "inputs": npz, "output": npz}
-      builds the original BertModel, restores it with tf.train.init_from_checkpoint and saves
-      sequence_output, pooled_output and every layer's output.
+  {"job": "restore", "config_file": bert_config.json, "checkpoint": prefix, "inputs": npz, "output": npz}
+      reads the config with the original BertConfig.from_json_file, builds the original BertModel,
+      restores it with tf.train.init_from_checkpoint and saves sequence_output, pooled_output and
+      every layer's output.
   {"job": "pretrain", "config": {...}, "checkpoint": prefix, "inputs": npz, "output": npz,
    "seed": int}
       builds BertModel + run_pretraining's get_masked_lm_output / get_next_sentence_output +
@@ -84,13 +85,13 @@ def _feed(model_inputs, arrays):
     return {tensor: arrays[name] for name, tensor in model_inputs.items()}
 
 
-def _bert_model(tf, modeling, config, arrays):
+def _bert_model(tf, modeling, bert_config, arrays):
     placeholders = {
         name: tf.placeholder(tf.int32, arrays[name].shape, name=name)
         for name in ("input_ids", "input_mask", "segment_ids")
     }
     model = modeling.BertModel(
-        config=modeling.BertConfig.from_dict(config),
+        config=bert_config,
         is_training=False,
         input_ids=placeholders["input_ids"],
         input_mask=placeholders["input_mask"],
@@ -111,7 +112,8 @@ def restore(job, tf, modeling):
 
     arrays = dict(np.load(job["inputs"]))
     with tf.Graph().as_default():
-        _, placeholders, fetches = _bert_model(tf, modeling, job["config"], arrays)
+        bert_config = modeling.BertConfig.from_json_file(job["config_file"])
+        _, placeholders, fetches = _bert_model(tf, modeling, bert_config, arrays)
         tvars = tf.trainable_variables()
         assignment_map, initialized = modeling.get_assignment_map_from_checkpoint(tvars, job["checkpoint"])
         not_restored = [v.name for v in tvars if v.name not in initialized]
@@ -130,8 +132,8 @@ def pretrain(job, tf, modeling, run_pretraining, optimization):
     arrays = dict(np.load(job["inputs"]))
     with tf.Graph().as_default():
         tf.set_random_seed(job["seed"])
-        model, placeholders, fetches = _bert_model(tf, modeling, job["config"], arrays)
         config = modeling.BertConfig.from_dict(job["config"])
+        model, placeholders, fetches = _bert_model(tf, modeling, config, arrays)
         for name, dtype in (("masked_lm_positions", tf.int32), ("masked_lm_ids", tf.int32),
                             ("masked_lm_weights", tf.float32), ("next_sentence_labels", tf.int32)):
             placeholders[name] = tf.placeholder(dtype, arrays[name].shape, name=name)

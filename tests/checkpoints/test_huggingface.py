@@ -7,12 +7,15 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
+from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
 from keras_bert_lite.checkpoints import (
     CheckpointMismatchError,
     bert_config_from_hf,
     from_hf_checkpoint,
+    hf_config_from_bert,
     load_hf_checkpoint,
     read_hf_config,
     save_google_checkpoint,
@@ -88,7 +91,7 @@ def test_from_hf_checkpoint_strings_to_outputs(minilm_dir, real_sentences):
 
 @pytest.mark.slow
 def test_hf_to_google_roundtrip_is_bitwise(minilm_dir, minilm_encoder, tmp_path):
-    prefix = save_google_checkpoint(minilm_encoder, tmp_path / "bert_model.ckpt")
+    prefix = save_google_checkpoint(minilm_encoder, tmp_path / "bert_model.ckpt", approximate_gelu=True)
     reader = tf.train.load_checkpoint(prefix)
     written = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
     from safetensors.numpy import load_file
@@ -104,36 +107,14 @@ def test_hf_to_google_roundtrip_is_bitwise(minilm_dir, minilm_encoder, tmp_path)
 
 # ---------------------------------------------------------------- tiny models written by transformers
 
-HF_TINY = dict(vocab_size=60, hidden_size=24, num_hidden_layers=2, num_attention_heads=3, intermediate_size=40,
-               max_position_embeddings=40, type_vocab_size=2)
-
-
-def _randomize(module, seed):
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, param in module.named_parameters():
-            noise = torch.randn(param.shape, generator=generator) * 0.2
-            param.copy_(noise + (1.0 if "LayerNorm.weight" in name else 0.0))
-
-
 @pytest.fixture(scope="module")
-def hf_pretraining(tmp_path_factory):
-    """A random tiny transformers BertForPreTraining (exact GELU) saved with save_pretrained."""
-    model = transformers.BertForPreTraining(transformers.BertConfig(**HF_TINY, hidden_act="gelu")).eval()
-    _randomize(model, seed=0)
-    folder = tmp_path_factory.mktemp("hf_pretraining")
-    model.save_pretrained(folder)
-    return model, folder
-
-
-@pytest.fixture(scope="module")
-def tiny_batch():
+def tiny_batch(hf_tiny):
     rng = np.random.default_rng(1)
     mask = np.ones((3, 12), "int32")
     mask[1, 7:] = 0
     mask[2, 4:] = 0
     return {
-        "input_ids": rng.integers(1, HF_TINY["vocab_size"], (3, 12)).astype("int32") * mask,
+        "input_ids": rng.integers(1, hf_tiny["vocab_size"], (3, 12)).astype("int32") * mask,
         "input_mask": mask,
         "segment_ids": (np.arange(12)[None] >= 5).astype("int32") * mask,
         "masked_lm_positions": np.array([[1, 3, 6], [0, 2, 5], [1, 2, 3]], "int32"),
@@ -181,8 +162,8 @@ def test_pytorch_bin_with_tied_decoder(hf_pretraining, tiny_batch, tmp_path, fee
 
 
 @pytest.mark.slow
-def test_save_hf_checkpoint_loads_in_transformers(tiny_batch, tmp_path, feed):
-    pretrainer = BertPretrainer(BertEncoder(BertConfig(**HF_TINY, hidden_act="gelu")))  # tanh GELU
+def test_save_hf_checkpoint_loads_in_transformers(tiny_batch, tmp_path, feed, hf_tiny):
+    pretrainer = BertPretrainer(BertEncoder(BertConfig(**hf_tiny, hidden_act="gelu")))  # tanh GELU
     rng = np.random.default_rng(2)
     for weight in pretrainer.weights:
         weight.assign(rng.normal(0, 0.2, weight.shape).astype("float32"))
@@ -221,13 +202,13 @@ def test_encoder_from_pretraining_folder_strict_and_not(hf_pretraining):
     assert all(name.startswith("cls.") for name in report.unexpected) and not report.missing
 
 
-def test_wrong_config_named(hf_pretraining, tmp_path):
+def test_wrong_config_named(hf_pretraining, tmp_path, hf_tiny):
     _, folder = hf_pretraining
     with pytest.raises(CheckpointMismatchError,
                        match=r"embeddings\.word_embeddings\.weight \(checkpoint \[60, 24\] vs model \[60, 48\]\)"):
-        load_hf_checkpoint(BertEncoder(BertConfig(**{**HF_TINY, "hidden_size": 48}, hidden_act="gelu_exact")), folder)
+        load_hf_checkpoint(BertEncoder(BertConfig(**{**hf_tiny, "hidden_size": 48}, hidden_act="gelu_exact")), folder)
     # Settings that no shape reveals are compared with config.json.
-    wrong_heads = BertEncoder(BertConfig(**{**HF_TINY, "num_attention_heads": 2}, hidden_act="gelu_exact"))
+    wrong_heads = BertEncoder(BertConfig(**{**hf_tiny, "num_attention_heads": 2}, hidden_act="gelu_exact"))
     with pytest.raises(CheckpointMismatchError, match="num_attention_heads is 3 in config.json but 2 in the model"):
         load_hf_checkpoint(wrong_heads, folder, strict=True)
 
@@ -256,21 +237,136 @@ def test_not_a_bert_config(tmp_path):
         bert_config_from_hf({"hidden_act": "quick_gelu"})
 
 
-class _Payload:
-    """A pickle that would create a file if unpickling were allowed to run code."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.makedirs, (self.marker,))
-
-
-def test_pytorch_file_cannot_run_code(hf_pretraining, tmp_path):
+@pytest.mark.parametrize(
+    "config, error",
+    [
+        ([1, 2], r"config\.json: expected a JSON object of config fields, got list"),
+        ({"model_type": "bert", "hidden_size": "24"}, r"config\.json: BertConfig\.hidden_size must be an integer"),
+        ({"num_hidden_layers": 2.0}, r"config\.json: BertConfig\.num_hidden_layers must be an integer"),
+        ({"layer_norm_eps": None}, r"config\.json: BertConfig\.layer_norm_eps must be a finite number"),
+        ({"hidden_act": ["gelu"]}, r"config\.json: hidden_act \['gelu'\] is not supported"),
+    ],
+)
+def test_malformed_config_json_is_named(hf_pretraining, folder_with, tmp_path, config, error):
     _, folder = hf_pretraining
-    shutil.copy(folder / "config.json", tmp_path)
-    marker = str(tmp_path / "code_ran")
-    torch.save({"embeddings.word_embeddings.weight": _Payload(marker)}, tmp_path / "pytorch_model.bin")
-    with pytest.raises(ValueError, match="Cannot read .*pytorch_model.bin as a PyTorch state dict"):
-        load_hf_checkpoint(BertEncoder(read_hf_config(folder)), tmp_path)
-    assert not os.path.exists(marker)
+    with pytest.raises(ValueError, match=error):
+        from_hf_checkpoint(folder_with(tmp_path, folder, config=config))
+
+
+def test_config_json_missing_fields_take_transformers_defaults(hf_pretraining, folder_with, tmp_path):
+    """As in transformers, a missing key is its default (hidden_size 768), which the weights then
+    contradict: the error names the tensors."""
+    _, folder = hf_pretraining
+    config = {k: v for k, v in json.loads((folder / "config.json").read_text()).items() if k != "hidden_size"}
+    with pytest.raises(CheckpointMismatchError, match=r"word_embeddings\.weight \(checkpoint \[60, 24\] vs model "
+                                                      r"\[60, 768\]\)"):
+        modified = folder_with(tmp_path, folder, config=config)
+        load_hf_checkpoint(BertPretrainer(BertEncoder(read_hf_config(modified))), modified)
+
+
+def test_malformed_folders_are_named(hf_pretraining, folder_with, tmp_path):
+    _, folder = hf_pretraining
+    with pytest.raises(ValueError, match="model.safetensors is a file; expected a Hugging Face model folder"):
+        read_hf_config(folder / "model.safetensors")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=f"Hugging Face config not found: {empty}/config.json"):
+        from_hf_checkpoint(empty)
+    vocab = (folder / "config.json").read_bytes()  # any bytes: the tokenizer config is read first
+    bad_tokenizer = folder_with(tmp_path, folder, files={"vocab.txt": vocab,
+                                                           "tokenizer_config.json": b'{"do_lower_case": "false"}'})
+    with pytest.raises(ValueError, match="tokenizer_config.json: expected a JSON object whose do_lower_case is true"):
+        from_hf_checkpoint(bad_tokenizer)
+
+
+@pytest.mark.slow
+def test_saved_folder_loads_in_transformers_with_its_tokenizer(minilm_dir, minilm_encoder, real_sentences, tmp_path):
+    """The real MiniLM written with its preprocessor: transformers' AutoTokenizer and BertModel
+    load the folder alone and give the original model's ids and outputs; so does
+    from_hf_checkpoint."""
+    _, preprocessor = from_hf_checkpoint(minilm_dir, seq_length=64)
+    folder = save_hf_checkpoint(minilm_encoder, tmp_path / "minilm", preprocessor)
+    assert sorted(os.listdir(folder)) == ["config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"]
+    sentences, pairs = real_sentences
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    original_tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_dir)
+    for texts in ((sentences,), (firsts, seconds)):
+        ids = tokenizer(*texts, padding="max_length", max_length=64, return_tensors="np")
+        assert np.array_equal(ids["input_ids"], original_tokenizer(*texts, padding="max_length", max_length=64,
+                                                                  return_tensors="np")["input_ids"])
+        ours = preprocessor(tuple(tf.constant(t) for t in texts) if len(texts) > 1 else tf.constant(texts[0]))
+        assert np.array_equal(ids["input_ids"], ours["input_word_ids"].numpy())
+    model = transformers.BertModel.from_pretrained(folder).eval()
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**batch)
+    outputs = minilm_encoder({"input_word_ids": batch["input_ids"].numpy().astype("int32"),
+                              "input_mask": batch["attention_mask"].numpy().astype("int32"),
+                              "input_type_ids": batch["token_type_ids"].numpy().astype("int32")})
+    assert _max_diff(outputs["pooled_output"], expected.pooler_output.numpy()) < TOLERANCE
+    reloaded, reloaded_preprocessor = from_hf_checkpoint(folder, seq_length=64)
+    assert reloaded_preprocessor.tokenizer.lower_case and reloaded.config == minilm_encoder.config
+    for a, b in zip(reloaded.weights, minilm_encoder.weights):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+# A cased vocabulary: no real one ships on this machine, so the real uncased words plus capitalised forms.
+CASED_WORDS = ["the", "The", "cat", "Cat", "sat", "Sat", "on", "mat", "Mat", "hello", "Hello", "##s", ".", "!"]
+CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *CASED_WORDS]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower_case", [False, True])
+def test_casing_reaches_transformers(tmp_path, lower_case, hf_tiny):
+    encoder = BertEncoder(BertConfig(**{**hf_tiny, "vocab_size": 40}, hidden_act="gelu"))
+    folder = save_hf_checkpoint(encoder, tmp_path / "tiny", BertPreprocessor(CASED_VOCAB, lower_case=lower_case))
+    assert json.loads((tmp_path / "tiny" / "tokenizer_config.json").read_text())["do_lower_case"] is lower_case
+    texts = ["The Cat sat on the Mat.", "Hello cats!"]
+    hf = transformers.AutoTokenizer.from_pretrained(folder)(texts)["input_ids"]
+    _, preprocessor = from_hf_checkpoint(folder, seq_length=16)
+    assert preprocessor.tokenizer.lower_case is lower_case
+    ours = preprocessor(tf.constant(texts))
+    assert [row[: len(ids)] for row, ids in zip(ours["input_word_ids"].numpy().tolist(), hf)] == hf
+    assert (CASED_VOCAB.index("The") in hf[0]) is not lower_case
+
+
+def test_interrupted_save_keeps_the_previous_folder(tmp_path, monkeypatch, hf_tiny):
+    encoder = BertEncoder(BertConfig(**{**hf_tiny, "vocab_size": 40}, hidden_act="gelu"))
+    folder = tmp_path / "tiny"
+    save_hf_checkpoint(encoder, folder, CASED_VOCAB)
+    before = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+    original_gfile = tf.io.gfile.GFile
+
+    def gfile_failing_on_config(path, mode="r"):
+        if "config.json" in os.path.basename(path) and "w" in mode:
+            raise OSError("disk full")  # after model.safetensors and vocab.txt were written
+        return original_gfile(path, mode)
+
+    monkeypatch.setattr(tf.io.gfile, "GFile", gfile_failing_on_config)
+    with pytest.raises(OSError, match="disk full"):
+        save_hf_checkpoint(BertEncoder(BertConfig(**{**hf_tiny, "vocab_size": 50}, hidden_act="relu")), folder,
+                           CASED_VOCAB + ["extra"])
+    assert {name: (folder / name).read_bytes() for name in os.listdir(folder)} == before
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=6,
+)
+HF_KEYS = ["model_type", "position_embedding_type", "hidden_act", "hidden_size", "num_attention_heads",
+           "num_hidden_layers", "intermediate_size", "vocab_size", "layer_norm_eps", "hidden_dropout_prob",
+           "max_position_embeddings", "type_vocab_size", "initializer_range", "attention_probs_dropout_prob"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(values=st.dictionaries(st.sampled_from(HF_KEYS), json_values) | json_values)
+def test_any_config_json_gives_a_config_or_one_value_error(values):
+    """Arbitrary JSON as a Hugging Face config.json never escapes as another exception type."""
+    try:
+        config = bert_config_from_hf(values, source="fuzzed/config.json")
+    except ValueError as e:
+        assert str(e).startswith("fuzzed/config.json: ")
+    else:
+        assert bert_config_from_hf(hf_config_from_bert(config)) == config

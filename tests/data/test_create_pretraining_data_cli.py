@@ -41,11 +41,21 @@ def runs(corpus_file, real_vocab_file, tmp_path_factory):
             f"--input_file={directory / 'nothing-*.txt'}",
             f"--output_file={directory / 'x.tfrecord'}",
         ],
+        # Each fails before the corpus is read: one line naming the flag, nothing written.
+        "vocab_folder": [
+            "--builtin_corpus",
+            f"--output_file={directory / 'bad' / 'v.tfrecord'}",
+            f"--vocab_file={directory}",
+        ],
+        "output_folder": ["--builtin_corpus", f"--output_file={directory / 'bad' / 'first.tfrecord'},{directory}"],
+        "output_under_file": ["--builtin_corpus", f"--output_file={directory / 'afile' / 'x.tfrecord'}"],
     }
+    (directory / "bad").mkdir()
+    (directory / "afile").write_text("a file, not a folder")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     processes = {
         name: subprocess.Popen(
-            [sys.executable, str(SCRIPT), *args, *common],
+            [sys.executable, str(SCRIPT), *common, *args],
             cwd=directory,
             env=env,
             stdout=subprocess.PIPE,
@@ -99,3 +109,20 @@ def test_bad_input_is_one_clear_message(runs):
     assert re.search(r"error: Input pattern '.*nothing-\*\.txt' matches no file", stderr)
     assert "Traceback" not in stderr
     assert not list(directory.glob("x.tfrecord*"))
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("vocab_folder", r"error: --vocab_file: .* is a folder, expected a vocab\.txt file\.$"),
+        ("output_folder", r"error: --output_file: Output file .* is an existing folder\.$"),
+        ("output_under_file", r"error: --output_file: Output file .*afile/x\.tfrecord cannot be written: .*\.$"),
+    ],
+)
+def test_bad_flags_fail_before_any_work(runs, name, message):
+    returncode, stderr, directory = runs[name]
+    assert returncode != 0
+    last_line = stderr.strip().splitlines()[-1]
+    assert re.search(message, last_line), stderr[-2000:]
+    assert "Traceback" not in stderr and "Corpus:" not in stderr
+    assert not list((directory / "bad").iterdir())

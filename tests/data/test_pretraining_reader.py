@@ -168,21 +168,61 @@ def test_pattern_without_match(tmp_path):
         pretraining_dataset(str(tmp_path / "missing-*.tfrecord"), 8, 128, 20)
 
 
-def test_wrong_length_feature_names_feature_lengths_and_file(tmp_path, data_helpers):
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"segment_ids": [0] * 127}, r"feature segment_ids has 127 values, expected 128 \(.*max_seq_length 127\?\)"),
+        ({"masked_lm_positions": [1] * 19 + [128]}, r"feature masked_lm_positions has value 128 at index 19, .*128"),
+        ({"next_sentence_label": 7}, r"feature next_sentence_labels has value 7 at index 0, expected 0 or 1"),
+        ({"masked_lm_weights": [1.0] * 5 + [0.5] * 15}, r"feature masked_lm_weights has value 0.5 at index 5"),
+        ({"input_ids": [101] + [30522] * 127}, r"feature input_ids has value 30522 at index 1, .*vocab_size 30522"),
+        ({"input_mask": [1] * 127 + [-1]}, r"feature input_mask has value -1 at index 127, expected 0 or 1"),
+    ],
+)
+def test_bad_record_names_file_record_feature_and_value(tmp_path, data_helpers, overrides, message):
+    """A bad record after the first, in one of several shards, read in training and evaluation mode."""
     good = data_helpers.example_record()
-    bad = data_helpers.write_records(
-        tmp_path / "bad.tfrecord", [good, data_helpers.example_record(segment_ids=[0] * 127), good]
-    )
+    shards = [data_helpers.write_records(tmp_path / f"shard-{i}.tfrecord", [good] * 90) for i in range(3)]
+    data_helpers.write_records(tmp_path / "shard-1.tfrecord", [good] * 70 + [data_helpers.example_record(**overrides)])
+    pattern = str(tmp_path / "shard-*.tfrecord")
+    expected = r"shard-1\.tfrecord, record 71: " + message
+    with pytest.raises(tf.errors.InvalidArgumentError, match=expected):
+        list(pretraining_dataset(pattern, 16, 128, 20, is_training=False, vocab_size=30522))
+    if "segment_ids" in overrides:  # training mode: shuffled, interleaved shards, repeated
+        with pytest.raises(tf.errors.InvalidArgumentError, match=expected):
+            for _ in pretraining_dataset(shards, 16, 128, 20, shuffle_buffer=8, vocab_size=30522).take(50):
+                pass
+
+
+def test_unreadable_records_name_file_and_record(tmp_path, data_helpers):
+    """Truncated or corrupted files and records that are not tf.train.Examples, behind a good first record."""
+    good = data_helpers.example_record()
+    path = data_helpers.write_records(tmp_path / "data.tfrecord", [good] * 150)
+    data = open(path, "rb").read()
+    record_bytes = len(good) + 16
+    truncated = tmp_path / "truncated.tfrecord"
+    truncated.write_bytes(data[: 99 * record_bytes + 30])
     with pytest.raises(
         tf.errors.InvalidArgumentError,
-        match=r"feature segment_ids has 127 values.*expected 128.*bad\.tfrecord",
+        match=rf"truncated\.tfrecord, record 100 \(byte {99 * record_bytes} of {99 * record_bytes + 30}\): "
+        "cannot be read .*truncated or corrupted",
     ):
-        list(pretraining_dataset(bad, 3, 128, 20, is_training=False))
-    # Data written for another max_predictions_per_seq: reported before any batch is read.
+        list(pretraining_dataset([path, str(truncated)], 16, 128, 20, is_training=False))
+    corrupted = bytearray(data)
+    corrupted[120 * record_bytes + 40] ^= 0xFF  # inside record 121's data: its CRC no longer matches
+    (tmp_path / "corrupted.tfrecord").write_bytes(bytes(corrupted))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"corrupted\.tfrecord, record 121 \(byte"):
+        list(pretraining_dataset(str(tmp_path / "corrupted.tfrecord"), 16, 128, 20, is_training=False))
+    garbage = b"\xff\xfe not a protobuf \x80"
+    middle = data_helpers.write_records(tmp_path / "middle.tfrecord", [good] * 70 + [garbage] + [good] * 80)
     with pytest.raises(
-        ValueError, match=r"bad\.tfrecord, record 1: feature masked_lm_positions has 20 values, expected 10"
+        tf.errors.InvalidArgumentError,
+        match=r"middle\.tfrecord, records 65 to 128: one of them is not a tf\.train\.Example",
     ):
-        pretraining_dataset(bad, 1, 128, 10, is_training=False)
+        list(pretraining_dataset(middle, 16, 128, 20, is_training=False))
+    last = data_helpers.write_records(tmp_path / "last.tfrecord", [good] * 70 + [garbage])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"last\.tfrecord, record 65 \(byte .*cannot be read"):
+        list(pretraining_dataset(last, 16, 128, 20, is_training=False))
 
 
 def test_empty_files_are_left_out_and_all_empty_is_an_error(tmp_path, data_helpers):

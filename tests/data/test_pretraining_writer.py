@@ -155,6 +155,21 @@ def test_bad_output_files(documents, real_vocab_file, tmp_path):
         create_pretraining_data(documents[:2], real_vocab_file, " , ")
 
 
+def test_bad_outputs_are_reported_before_anything_is_written(documents, real_vocab_file, tmp_path):
+    first = tmp_path / "first.tfrecord"
+    first.write_bytes(b"previous run")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(ValueError, match=r"Output file .*folder is an existing folder"):
+        create_pretraining_data(documents[:2], real_vocab_file, [str(first), str(folder)])
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(ValueError, match=r"Output file .*a_file/x\.tfrecord cannot be written: "):
+        create_pretraining_data(documents[:2], real_vocab_file, [str(first), str(tmp_path / "a_file" / "x.tfrecord")])
+    assert first.read_bytes() == b"previous run"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "first.tfrecord", "folder"]
+    assert not list(folder.iterdir())
+
+
 def test_crash_leaves_no_partial_output(documents, real_vocab_file, tmp_path, monkeypatch):
     existing = tmp_path / "a.tfrecord"
     existing.write_bytes(b"previous run")

@@ -1,13 +1,18 @@
 """The example scripts end to end (subprocesses, run side by side) on the fixtures in the real
-formats, with a tiny model, one epoch: from a .keras encoder, a Google checkpoint folder and a
-Hugging Face folder."""
+formats, with a tiny model, one epoch: from our output folder, a .keras encoder, a Google
+checkpoint folder and a Hugging Face folder. The scripts run with the environment a user has
+(no TF_* variables), so their logs are checked too."""
 
+import io
 import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import zipfile
 
 import numpy as np
 import pytest
@@ -20,55 +25,73 @@ pytestmark = pytest.mark.slow
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 COMMON = ["--num_train_epochs=1", "--train_batch_size=4", "--eval_batch_size=8", "--run_eagerly"]
+# What the scripts' start-up (examples/common.py) decides; the tests' own settings are left out.
+ENV = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
+ENV["PYTHONPATH"] = str(ROOT)
+
+
+def _start(script, *flags):
+    return subprocess.Popen([sys.executable, str(ROOT / "examples" / script), *flags], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, real_vocab_file, minilm_dir):
-    """Starts every script at once; each test waits for the one it checks."""
+def pretrained(tmp_path_factory, real_vocab_file):
+    """A tiny encoder as tpu/pretrain.py leaves it (encoder.keras + vocab.txt), and as a Google folder."""
     from keras_bert_lite.checkpoints import save_google_checkpoint
 
-    root = tmp_path_factory.mktemp("examples")
+    root = tmp_path_factory.mktemp("pretrained")
     encoder = BertEncoder(BertConfig.preset("tiny", num_hidden_layers=1))
-    encoder.save(str(root / "encoder.keras"))
+    ours = root / "pretrain"
+    ours.mkdir()
+    encoder.save(str(ours / "encoder.keras"))
+    shutil.copy(real_vocab_file, ours / "vocab.txt")
     google = root / "google"
     google.mkdir()
     save_google_checkpoint(encoder, str(google / "bert_model.ckpt"))
     encoder.config.to_json_file(google / "bert_config.json")
     shutil.copy(real_vocab_file, google / "vocab.txt")
+    return {"ours": ours, "google": google}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, pretrained, real_vocab_file, minilm_dir):
+    """Starts every script at once; each test waits for the one it checks."""
+    root = tmp_path_factory.mktemp("examples")
     bad_glue = root / "bad_glue"
     bad_glue.mkdir()
     (bad_glue / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t2\n")
     (bad_glue / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
     (root / "texts.txt").write_text("The cat sat on the mat.\nBERT reads both ways. ||| It was pre-trained.\n")
-    keras_model = [f"--init_checkpoint={root / 'encoder.keras'}", f"--vocab_file={real_vocab_file}"]
+    keras_model = [f"--init_checkpoint={pretrained['ours'] / 'encoder.keras'}", f"--vocab_file={real_vocab_file}"]
     commands = {
         "classifier": ["run_classifier.py", "--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}",
+                       f"--init_checkpoint={pretrained['ours']}", "--label_names=different,paraphrase",
                        "--max_seq_length=32", "--do_predict", f"--export_dir={root / 'classifier' / 'export'}",
-                       *keras_model, *COMMON],
+                       "--save_summary_steps=1", *COMMON],
         "squad": ["run_squad.py", f"--train_file={FIXTURES / 'squad' / 'train-v1.1.json'}",
                   f"--predict_file={FIXTURES / 'squad' / 'dev-v1.1.json'}", "--max_seq_length=48",
                   "--doc_stride=16", "--max_query_length=16", *keras_model, *COMMON],
         "ner": ["run_ner.py", f"--train_file={FIXTURES / 'conll' / 'train.txt'}",
-                f"--dev_file={FIXTURES / 'conll' / 'dev.txt'}", f"--init_checkpoint={google}",
-                "--max_seq_length=16", *COMMON],
+                f"--dev_file={FIXTURES / 'conll' / 'dev.txt'}", f"--init_checkpoint={pretrained['google']}",
+                "--max_seq_length=16", "--max_steps=1", *COMMON],
         "features": ["extract_features.py", f"--input_file={root / 'texts.txt'}",
                      f"--output_file={root / 'features' / 'out.jsonl'}", f"--init_checkpoint={minilm_dir}",
                      "--layers=-1,-2", "--max_seq_length=24"],
         "bad_label": ["run_classifier.py", "--task_name=sst2", f"--data_dir={bad_glue}",
                       f"--vocab_file={real_vocab_file}", "--preset=tiny"],
+        "no_vocab": ["run_classifier.py", "--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}",
+                     f"--init_checkpoint={root / 'copied' / 'encoder.keras'}"],
     }
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(ROOT))
+    (root / "copied").mkdir()
+    shutil.copy(pretrained["ours"] / "encoder.keras", root / "copied" / "encoder.keras")
     processes = {}
     for name, (script, *flags) in commands.items():
         out = root / name
         out.mkdir(exist_ok=True)
         if name != "features":
             flags.append(f"--output_dir={out}")
-        processes[name] = (
-            subprocess.Popen([sys.executable, str(ROOT / "examples" / script), *flags], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-            out,
-        )
+        processes[name] = (_start(script, *flags), out)
     yield processes
     for process, _ in processes.values():
         if process.poll() is None:
@@ -81,19 +104,89 @@ def _finish(runs, name):
     return process.returncode, log, out
 
 
-def test_run_classifier(runs):
+def _weight_groups(path) -> set[str]:
+    import h5py
+
+    with zipfile.ZipFile(path) as archive, archive.open("model.weights.h5") as f:
+        with h5py.File(io.BytesIO(f.read()), "r") as weights:
+            return set(weights)
+
+
+def _scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
+    """TensorBoard scalars written under `log_dir`: tag -> [(step, value)]."""
+    import tensorflow as tf
+
+    values = {}
+    for path in sorted(pathlib.Path(log_dir).glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                values.setdefault(value.tag, []).append((event.step, float(tf.make_ndarray(value.tensor))))
+    return values
+
+
+def assert_calm(log: str) -> None:
+    """None of the alarming lines that do not apply to a CPU fine-tuning run."""
+    for line in ("cuInit", "shuffle=True", "cpu_feature_guard", "Assets written", "Traceback"):
+        assert line not in log, line
+
+
+def test_run_classifier_from_our_pretraining_folder(runs):
     code, log, out = _finish(runs, "classifier")
     assert code == 0, log[-3000:]
-    assert "2/2" in log and "━" in log  # Keras progress bar
+    assert "Loading the keras checkpoint" in log and "is uncased" in log  # vocab.txt found beside encoder.keras
+    assert "2/2" in log and "━" in log and "val_accuracy" in log  # Keras progress bar with the dev metrics
+    assert_calm(log)
     results = json.loads((out / "eval_results.json").read_text())
     assert set(results["best"]) == {"f1", "accuracy"} and len(results["epochs"]) == 1
+    assert results["epochs"][0]["step"] == 2
     lines = (out / "dev_predictions.tsv").read_text().splitlines()
     assert lines[0] == "index\tprediction\tlabel" and len(lines) == 5
     predicted = [line.split("\t")[1] for line in lines[1:]]
     gold = [line.split("\t")[2] for line in lines[1:]]
+    assert set(predicted + gold) <= {"different", "paraphrase"}  # --label_names
     assert results["best"]["accuracy"] == pytest.approx(np.mean([p == g for p, g in zip(predicted, gold)]))
-    assert (out / "test_results.tsv").read_text().splitlines()[1].split("\t")[0] == "0"
-    assert (out / "best_model.keras").is_file() and (out / "export" / "saved_model.pb").is_file()
+    test_lines = (out / "test_results.tsv").read_text().splitlines()
+    assert test_lines[1].split("\t")[0] == "0" and test_lines[1].split("\t")[1] in ("0", "1")  # GLUE's labels
+    assert (out / "export" / "saved_model.pb").is_file()
+    assert _weight_groups(out / "best_model.keras") == {"layers", "vars"}  # no optimizer state
+    assert not (out / "backup").exists()  # training completed
+    train, evaluation = _scalars(out / "logs" / "train"), _scalars(out / "logs" / "eval")
+    assert [step for step, _ in train["loss"]] == [1, 2] and "learning_rate" in train
+    assert evaluation["accuracy"] == [(2, pytest.approx(results["best"]["accuracy"]))]
+
+
+def test_help_lists_the_scripts_own_flags():
+    processes = {script: _start(script, "--help") for script in ("run_classifier.py", "run_ner.py")}
+    for script, process in processes.items():
+        out, _ = process.communicate(timeout=300)  # absl's --help exits with status 1
+        for flag in ("--init_checkpoint", "--output_dir", "--num_train_epochs", "--learning_rate",
+                     "--max_seq_length", "--export_dir", "--label_names", "--max_steps"):
+            assert f"  {flag}" in out, (script, flag)
+        assert "--tt_check_filter" not in out  # absl/TF's own flags stay in --helpfull
+
+
+def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
+    """Killed after a backup, the same command continues from it to the planned step count."""
+    out = tmp_path / "mrpc"
+    flags = ["--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}", f"--init_checkpoint={pretrained['ours']}",
+             "--max_seq_length=16", "--num_train_epochs=2", "--train_batch_size=2", "--eval_batch_size=8",
+             "--save_checkpoints_steps=1", "--run_eagerly", f"--output_dir={out}"]  # 4 steps per epoch
+    first = _start("run_classifier.py", *flags)
+    state = out / "backup" / "checkpoint"
+    deadline = time.time() + 600
+    while not (state.exists() and "ckpt-3" in state.read_text()) and first.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert first.poll() is None, "the run ended before it could be killed"
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    second = _start("run_classifier.py", *flags)
+    log, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, log[-3000:]
+    resumed = int(log.split("Resuming at step ")[1].split()[0])
+    assert resumed >= 3
+    history = json.loads((out / "eval_results.json").read_text())["epochs"]
+    assert [(e["epoch"], e["step"]) for e in history] == [(1, 4), (2, 8)]
+    assert not (out / "backup").exists()
 
 
 def test_run_squad(runs):
@@ -117,7 +210,8 @@ def test_run_ner(runs):
 
     code, log, out = _finish(runs, "ner")
     assert code == 0, log[-3000:]
-    assert "Loading the Google checkpoint" in log
+    assert "Loading the google checkpoint" in log and "is uncased" in log
+    assert_calm(log)
     blocks = (out / "predictions.txt").read_text().strip().split("\n\n")
     dev = read_conll(FIXTURES / "conll" / "dev.txt")
     assert len(blocks) == len(dev)
@@ -126,6 +220,7 @@ def test_run_ner(runs):
     assert gold == [s.tags for s in dev]
     results = json.loads((out / "eval_results.json").read_text())
     assert results["best"]["f1"] == pytest.approx(entity_f1(gold, predicted)["f1"])
+    assert [e["step"] for e in results["epochs"]] == [1]  # --max_steps=1
 
 
 def test_extract_features_from_hugging_face_weights(runs, minilm_dir):
@@ -141,8 +236,9 @@ def test_extract_features_from_hugging_face_weights(runs, minilm_dir):
     tokens = [t["token"] for t in records[1]["features"]]
     assert tokens.count("[SEP]") == 2 and tokens[-1] == "[SEP]"
     encoder, preprocessor = from_hf_checkpoint(minilm_dir, seq_length=24)
-    # The file has a pair, so every line is packed as one: the first with an empty second text.
-    reference = encoder(preprocessor((tf.constant(["The cat sat on the mat."]), tf.constant([""]))), training=False)
+    # Each line is packed on its own: the first is a single text although the second is a pair.
+    assert [t["token"] for t in records[0]["features"]].count("[SEP]") == 1
+    reference = encoder(preprocessor(tf.constant(["The cat sat on the mat."])), training=False)
     first = records[0]["features"]
     assert [layer["index"] for layer in first[1]["layers"]] == [-1, -2]
     values = np.array([t["layers"][0]["values"] for t in first])
@@ -154,3 +250,6 @@ def test_bad_input_is_one_clear_error(runs):
     assert code != 0
     assert "Error: " in log and "train.tsv, line 3: label '2' is not one of ['0', '1']" in log
     assert "Traceback" not in log
+    code, log, _ = _finish(runs, "no_vocab")
+    assert code != 0 and "Traceback" not in log
+    assert "Error: " in log and "copied/encoder.keras: no vocab.txt beside the weights" in log

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_lite import BertConfig, BertEncoder
 
@@ -35,15 +36,23 @@ def test_output_structure(encoder):
     np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
 
 
-def test_sequence_output_at_positions_equals_the_full_output_there(encoder):
+def test_output_positions_give_the_full_outputs_there(encoder):
     ids = np.random.default_rng(4).integers(5, 500, (2, 9))
     ids[1, 6:] = 0
     inputs = _inputs(ids)
-    positions = np.array([[0, 8, 2], [0, 5, 1]], "int32")
-    full = np.asarray(encoder(inputs)["sequence_output"])
-    at_positions = encoder.sequence_output_at(inputs, positions)
+    positions = np.array([[0, 8, 2], [3, 5, 1]], "int32")
+    full = encoder(inputs)
+    at_positions = encoder(inputs, output_positions=positions)
+    assert set(at_positions) == {"sequence_output", "pooled_output"}
     # Tolerance: float32 rounding of differently shaped matmuls.
-    np.testing.assert_allclose(at_positions, np.take_along_axis(full, positions[..., None], 1), atol=1e-5)
+    np.testing.assert_allclose(
+        at_positions["sequence_output"], np.take_along_axis(np.asarray(full["sequence_output"]), positions[..., None], 1),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(at_positions["pooled_output"], full["pooled_output"], atol=1e-5)
+    no_positions = encoder(inputs, output_positions=np.zeros((2, 0), "int32"))
+    assert no_positions["sequence_output"].shape == (2, 0, 128)
+    np.testing.assert_allclose(no_positions["pooled_output"], full["pooled_output"], atol=1e-5)
 
 
 def test_padding_does_not_change_real_positions(encoder):
@@ -81,7 +90,7 @@ def test_inference_is_deterministic_and_training_uses_dropout(encoder):
 
 def test_any_sequence_length_up_to_max_positions(encoder):
     assert encoder(_inputs(np.ones((1, 64))))["sequence_output"].shape == (1, 64, 128)
-    with pytest.raises(ValueError, match="exceeds max_position_embeddings 64"):
+    with pytest.raises(ValueError, match=r"must be in \[1, max_position_embeddings = 64\]; got 65"):
         encoder(_inputs(np.ones((1, 65))))
 
 
@@ -98,3 +107,44 @@ def test_keras_file_round_trip(encoder, tmp_path):
 
 def test_accepts_a_config_dict():
     assert BertEncoder(TINY.to_dict()).config == TINY
+
+
+BAD_INPUTS = {
+    # name: (change to valid inputs, error, message naming the input)
+    "negative id": (lambda x: x["input_word_ids"].__setitem__((0, 1), -1), tf.errors.InvalidArgumentError,
+                    r"input_word_ids must be in \[0, vocab_size = 500\)"),
+    "id beyond the vocabulary": (lambda x: x["input_word_ids"].__setitem__((0, 1), 500),
+                                 tf.errors.InvalidArgumentError, r"input_word_ids must be in \[0, vocab_size = 500\)"),
+    "segment beyond the table": (lambda x: x["input_type_ids"].__setitem__((0, 1), 2),
+                                 tf.errors.InvalidArgumentError,
+                                 r"input_type_ids must be in \[0, type_vocab_size = 2\)"),
+    "mask of another shape": (lambda x: x.__setitem__("input_mask", x["input_mask"][:, :3]),
+                              (ValueError, tf.errors.InvalidArgumentError), r"input_mask of a BertEncoder\) must have the shape"),
+    "segments of another shape": (lambda x: x.__setitem__("input_type_ids", x["input_type_ids"][:, :3]),
+                                  (ValueError, tf.errors.InvalidArgumentError),
+                                  "input_type_ids must have the shape of input_word_ids"),
+}
+
+
+DYNAMIC_SHAPES = [{name: tf.TensorSpec([None, None], tf.int32) for name in ("input_word_ids", "input_mask",
+                                                                          "input_type_ids")}]
+
+
+@pytest.mark.parametrize("call", ["eager", "graph", "graph_of_unknown_shapes"])
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_inputs_give_one_error_naming_the_input(encoder, case, call):
+    change, error, message = BAD_INPUTS[case]
+    inputs = _inputs([[2, 7, 9, 3, 0]])
+    change(inputs)
+    run = {"eager": encoder, "graph": tf.function(encoder),
+           "graph_of_unknown_shapes": tf.function(encoder, input_signature=DYNAMIC_SHAPES)}[call]
+    with pytest.raises(error, match=message):
+        run(inputs)
+
+
+def test_empty_sequences_are_an_error_naming_the_input(encoder):
+    message = r"sequence length of input_word_ids must be in \[1, max_position_embeddings = 64\]"
+    with pytest.raises(ValueError, match=message + "; got 0"):
+        encoder(_inputs(np.zeros((2, 0))))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        tf.function(encoder, input_signature=DYNAMIC_SHAPES)(_inputs(np.zeros((2, 0))))

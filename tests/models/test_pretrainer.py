@@ -113,9 +113,8 @@ def test_keras_file_round_trip(pretrainer, tmp_path):
 
 @pytest.mark.parametrize("model_fn", [BertPretrainer, lambda encoder: BertClassifier(encoder, num_classes=2)])
 def test_keras_file_stores_the_encoder_as_one_nested_layer(model_fn, tmp_path):
-    # The pre-trainer and classifier call the encoder's layers directly (last layer at a few
-    # positions); their files still nest the encoder's weights under it, the layout that files
-    # saved before that change have, so those files keep loading.
+    # The pre-trainer and classifier call the encoder as one nested model (its last layer at a
+    # few positions); their files nest the encoder's weights under it, as release 0.1.0's did.
     model = model_fn(BertEncoder(CONFIG))
     path = tmp_path / "model.keras"
     model.save(path)
@@ -124,3 +123,13 @@ def test_keras_file_stores_the_encoder_as_one_nested_layer(model_fn, tmp_path):
             top_level = set(h5["layers"])
     assert "bert_encoder" in top_level
     assert not top_level & {"bert_embeddings", "transformer_encoder_block", "bert_pooler"}
+
+
+@pytest.mark.parametrize("bad_position", [16, -1])
+def test_masked_positions_outside_the_sequence_are_an_error_naming_them(pretrainer, bad_position):
+    features, _ = _batch()
+    features["masked_lm_positions"][3, 1] = bad_position
+    message = r"masked_lm_positions of a BertPretrainer\) must be in \[0, seq\)"
+    for call in (pretrainer, tf.function(pretrainer)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            call(features)

@@ -1,4 +1,5 @@
-"""BertPackInputs: layout, segment ids, padding, truncation (against the original BERT code), errors."""
+"""BertPackInputs: layout, segment ids, padding, truncation (against the original BERT code), errors,
+and the same on generated batches (hypothesis)."""
 
 import random
 
@@ -6,6 +7,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keras_bert_lite.text.packer import BertPackInputs
 
@@ -129,3 +132,62 @@ def test_config_round_trip_and_keras_file(tmp_path):
     reloaded = keras.saving.load_model(tmp_path / "packer.keras")
     for name, value in model(segments).items():
         assert np.array_equal(reloaded(segments)[name], value)
+
+
+def _kept_lengths(lengths, budget, truncator):
+    """How many tokens of each segment fit in `budget` positions (a plain reference)."""
+    if truncator == "waterfall":
+        kept = []
+        for n in lengths:
+            kept.append(min(n, budget - sum(kept)))
+        return kept
+    kept = [0] * len(lengths)  # round robin: one position to each unfinished segment in turn
+    while sum(kept) < budget and any(k < n for k, n in zip(kept, lengths)):
+        for i, n in enumerate(lengths):
+            if kept[i] < n and sum(kept) < budget:
+                kept[i] += 1
+    return kept
+
+
+@st.composite
+def _packing_cases(draw):
+    num_segments = draw(st.integers(1, 3))
+    seq_length = draw(st.integers(num_segments + 1, 40))
+    lengths = draw(st.lists(st.lists(st.integers(0, 45), min_size=num_segments, max_size=num_segments),
+                            min_size=120, max_size=160))
+    # Distinct ids (all in a 30,000-token vocabulary) show which tokens were kept.
+    rows = [[[5 + 50 * (3 * r + i) + k for k in range(n)] for i, n in enumerate(row)]
+            for r, row in enumerate(lengths)]
+    truncator = draw(st.sampled_from(["round_robin", "waterfall"]))
+    return seq_length, truncator, draw(st.sampled_from([tf.int32, tf.int64])), rows
+
+
+def test_packing_generated_batches():
+    @settings(max_examples=20, deadline=None, derandomize=True, database=None)
+    @given(_packing_cases())
+    def check(case):
+        seq_length, truncator, dtype, rows = case
+        num_segments = len(rows[0])
+        packer = BertPackInputs(seq_length, CLS, SEP, padding_id=PAD, truncator=truncator)
+        segments = [
+            tf.RaggedTensor.from_row_lengths(
+                tf.constant([t for row in rows for t in row[i]], dtype), [len(row[i]) for row in rows]
+            )
+            for i in range(num_segments)
+        ]
+        out = packer(segments if num_segments > 1 else segments[0])
+        assert all(v.shape == (len(rows), seq_length) and v.dtype == tf.int32 for v in out.values())
+        word_ids, mask, type_ids = (out[k].numpy().tolist() for k in ("input_word_ids", "input_mask",
+                                                                       "input_type_ids"))
+        for row, words, row_mask, types in zip(rows, word_ids, mask, type_ids):
+            kept = _kept_lengths([len(s) for s in row], seq_length - 1 - num_segments, truncator)
+            expected, expected_types = [CLS], [0]
+            for i, (segment, n) in enumerate(zip(row, kept)):
+                expected += [*segment[:n], SEP]
+                expected_types += [i] * (n + 1)
+            padding = seq_length - len(expected)
+            assert words == expected + [PAD] * padding
+            assert row_mask == [1] * len(expected) + [0] * padding
+            assert types == expected_types + [0] * padding
+
+    check()

@@ -115,7 +115,8 @@ def test_saved_model_serves_raw_strings_without_this_package(tmp_path, small_voc
 
     module = Serving(preprocessor)
     export_dir = str(tmp_path / "export")
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.single, "pair": module.pair})
+    signatures = {"serving_default": module.single, "pair": module.pair}
+    tf.saved_model.save(module, export_dir, signatures=signatures)
     texts_a = ["Héllo, wörld! 中文 " + "x" * 150, "The quick brown fox.", ""]
     texts_b = ["Second segment here.", "", "only b"]
     expected = {
@@ -137,3 +138,56 @@ def test_saved_model_serves_raw_strings_without_this_package(tmp_path, small_voc
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_a_scalar_string_is_one_unbatched_example(small_vocab):
+    preprocessor = BertPreprocessor(small_vocab, seq_length=8)
+    batched = preprocessor(tf.constant(["The cat sat.", "On the mat."]))
+    single = preprocessor("The cat sat.")
+    pair = preprocessor((tf.constant("The cat sat."), tf.constant("On the mat.")))
+    batched_pair = preprocessor((["The cat sat."], ["On the mat."]))
+    for name in NAMES:
+        assert single[name].shape == (8,) and pair[name].shape == (8,)
+        assert np.array_equal(single[name], batched[name][0])
+        assert np.array_equal(pair[name], batched_pair[name][0])
+    # In tf.data before batching, as with KerasHub's preprocessors.
+    mapped = tf.data.Dataset.from_tensor_slices(["The cat sat.", "On the mat."]).map(preprocessor).batch(2)
+    for name in NAMES:
+        assert np.array_equal(next(iter(mapped))[name], batched[name])
+
+
+@pytest.mark.parametrize("inputs", [
+    tf.constant([["a", "b"]]),
+    (tf.constant("a"), tf.constant(["b"])),
+])
+def test_inputs_that_are_not_a_batch_of_strings_are_a_clear_error(small_vocab, inputs):
+    with pytest.raises(ValueError, match=r"expects a batch of strings \(shape \[batch\]\), a scalar string"):
+        BertPreprocessor(small_vocab, seq_length=8)(inputs)
+    with pytest.raises(TypeError, match="expects tf.string input, got int32"):
+        BertPreprocessor(small_vocab, seq_length=8)(tf.constant([1, 2]))
+
+
+def test_keras_file_with_a_config_from_before_the_tokenizer_options_loads(tmp_path, small_vocab):
+    import zipfile
+
+    preprocessor = BertPreprocessor(small_vocab, seq_length=12)
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, preprocessor(text))
+    path = tmp_path / "new.keras"
+    model.save(path)
+    # The same file as the previous release wrote it: the preprocessor config without the new options.
+    old_path = tmp_path / "old.keras"
+    with zipfile.ZipFile(path) as new, zipfile.ZipFile(old_path, "w") as old:
+        for item in new.infolist():
+            data = new.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                layer = next(x for x in config["config"]["layers"] if x["class_name"] == "BertPreprocessor")
+                for option in ("strip_accents", "special_tokens_in_strings", "preserve_unused_tokens"):
+                    del layer["config"][option]
+                data = json.dumps(config).encode()
+            old.writestr(item, data)
+    reloaded = keras.saving.load_model(old_path)
+    texts = tf.constant(["Café [MASK] au lait!", "[unused0] naïve"])
+    for name in NAMES:
+        assert np.array_equal(reloaded(texts)[name], model(texts)[name])

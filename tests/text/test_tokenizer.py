@@ -26,7 +26,8 @@ def _ours(tokenizer, texts, batch_size=4096):
 
 def _first_mismatches(texts, expected, actual, vocab, limit=5):
     bad = [(t, e, a) for t, e, a in zip(texts, expected, actual) if e != a]
-    return len(bad), [(t[:60], [vocab[i] for i in e][:12], [vocab[i] for i in a][:12]) for t, e, a in bad[:limit]]
+    examples = [(t[:60], [vocab[i] for i in e][:12], [vocab[i] for i in a][:12]) for t, e, a in bad[:limit]]
+    return len(bad), examples
 
 
 @pytest.mark.slow
@@ -68,7 +69,8 @@ def test_ids_match_original_across_unicode(real_vocab_file, real_vocab, original
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lower_case", [True, False])
-def test_ids_match_hugging_face(minilm_dir, real_vocab_file, real_vocab, real_sentences, edge_cases, lower_case):
+def test_ids_match_hugging_face(minilm_dir, real_vocab_file, real_vocab, real_sentences, edge_cases,
+                                lower_case):
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertTokenizerFast
 
@@ -91,7 +93,8 @@ def test_ids_match_hugging_face(minilm_dir, real_vocab_file, real_vocab, real_se
         assert count == 0, examples
 
 
-def test_words_match_original_basic_tokenizer(real_vocab_file, real_sentences, edge_cases, original_tokenization):
+def test_words_match_original_basic_tokenizer(real_vocab_file, real_sentences, edge_cases,
+                                              original_tokenization):
     texts = real_sentences[:300] + edge_cases
     reference = original_tokenization.FullTokenizer(real_vocab_file, do_lower_case=True)
     expected = [
@@ -213,3 +216,29 @@ def test_documented_example_runs():
     assert sys.modules[BertTokenizer.__module__].__doc__
     tokenizer = BertTokenizer(TINY_VOCAB)
     assert tokenizer(["The cats sat."]).to_list() == [[5, 6, 8, 7, 9]]
+
+
+def test_tokens_the_wordpiece_trie_refuses_work_as_in_the_original(tmp_path, original_tokenization):
+    # tensorflow-text's trie refuses a NUL, tokens over 256 bytes and vocabularies without a plain
+    # whole-word token; the original accepts all three, and can never produce the first kind or a
+    # token longer than its word limit.
+    path = tmp_path / "vocab.txt"
+    tokens = [*TINY_VOCAB, "ca\x00t", "\x00", "a\u200bb", "\ufffd", "x" * 300, "##" + "y" * 300, "ab"]
+    path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+    texts = ["the cat ca\x00t \x00 a\u200bb ab " + "x" * 300, "y" * 301, ""]
+    for lower_case in (True, False):
+        reference = original_tokenization.FullTokenizer(str(path), do_lower_case=lower_case)
+        expected = [reference.convert_tokens_to_ids(reference.tokenize(t)) for t in texts]
+        ours = BertTokenizer(str(path), lower_case=lower_case, max_chars_per_token=200)
+        assert ours(tf.constant(texts)).to_list() == expected
+    special_only = BertTokenizer(TINY_VOCAB[:5])
+    assert special_only(tf.constant(["any text at all."])).to_list() == [[1, 1, 1, 1, 1]]
+
+
+def test_a_long_token_real_text_could_reach_names_the_line(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(t + "\n" for t in [*TINY_VOCAB, "é" * 129]), encoding="utf-8")
+    # 129 characters (258 bytes): unreachable with the 100-character word limit, reachable with 200.
+    assert BertTokenizer(str(path)).vocab_size == len(TINY_VOCAB) + 1
+    with pytest.raises(ValueError, match=r"vocab.txt, line 11: token .* is 258 bytes long; .* at most 256"):
+        BertTokenizer(str(path), max_chars_per_token=200)

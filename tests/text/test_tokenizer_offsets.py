@@ -1,4 +1,4 @@
-"""BertTokenizer.tokenize_with_offsets: the ids of `tokenizer(...)`, each piece with its word's source span."""
+"""BertTokenizer.tokenize_with_offsets: the ids of `tokenizer(...)`, each piece with its word's span."""
 
 import unicodedata
 
@@ -117,4 +117,28 @@ def test_scalar_input_tf_function_and_invalid_utf8(real_vocab_file):
     text = b"caf\xc3 ok \xff\xfeend"  # invalid bytes are dropped, like the original's decode("ignore")
     graph = tf.function(tokenizer.tokenize_with_offsets)(tf.constant([text]))
     assert graph[0].to_list() == tokenizer(tf.constant([text])).to_list()
-    assert [text[s:e] for s, e in zip(graph[1][0].numpy(), graph[2][0].numpy())] == [b"caf\xc3", b"ok", b"end"]
+    spans = zip(graph[1][0].numpy(), graph[2][0].numpy())
+    assert [text[s:e] for s, e in spans] == [b"caf\xc3", b"ok", b"end"]
+
+
+def test_offsets_in_a_saved_model(tmp_path, small_vocab):
+    tokenizer = BertTokenizer(small_vocab, special_tokens_in_strings=True)
+
+    class Serving(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokenizer = tokenizer
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def offsets(self, texts):
+            ids, starts, ends = self.tokenizer.tokenize_with_offsets(texts)
+            return {"ids": ids.to_tensor(-1), "starts": starts.to_tensor(-1), "ends": ends.to_tensor(-1)}
+
+    tf.saved_model.save(Serving(), str(tmp_path / "export"))
+    loaded = tf.saved_model.load(str(tmp_path / "export"))
+    texts = tf.constant(["Héllo [MASK] wörld, café\u0301!", "", "plain ascii text"])
+    served = loaded.offsets(texts)
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    assert served["ids"].numpy().tolist() == ids.to_tensor(-1).numpy().tolist()
+    assert served["starts"].numpy().tolist() == starts.to_tensor(-1).numpy().tolist()
+    assert served["ends"].numpy().tolist() == ends.to_tensor(-1).numpy().tolist()

@@ -1,10 +1,14 @@
 """build_vocab: a learned vocabulary that BertTokenizer loads and that covers real text."""
 
+import unicodedata
+
 import pytest
 import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from keras_bert_lite.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
-from keras_bert_lite.text.vocab import build_vocab
+from keras_bert_lite.text.tokenizer import BertTokenizer
+from keras_bert_lite.text.vocab import SPECIAL_TOKENS, build_vocab, load_vocabulary
 
 
 @pytest.mark.slow
@@ -56,3 +60,46 @@ def test_bad_arguments_are_clear_errors():
         build_vocab(["some text"], vocab_size=5)
     with pytest.raises(ValueError, match="scalar tf.string elements"):
         build_vocab(tf.data.Dataset.from_tensor_slices([[1, 2]]), vocab_size=100)
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u3000", "\u2028", "\u2029", "\u2009"])
+def test_any_whitespace_separates_words_and_the_file_loads(tmp_path, space):
+    texts = [f"alpha{space}beta gamma{space}", f"{space}delta"] * 10
+    path = tmp_path / "vocab.txt"
+    vocab = build_vocab(texts, vocab_size=60, output_file=str(path))
+    assert not [t for t in vocab if space in t]
+    assert load_vocabulary(str(path)) == vocab
+    tokenizer = BertTokenizer(str(path))
+    assert [tokenizer.id_to_token(i) for i in tokenizer(tf.constant(texts[:2])).flat_values.numpy()] == [
+        "alpha", "beta", "gamma", "delta"]
+
+
+_SPACES = ["\u00a0", "\u3000", "\u2028", "\u2029", "\u1680", "\x85", "\x1c", "\x0b", "\t", "\n", " ", "\x00"]
+
+
+@pytest.mark.slow
+def test_learned_vocabularies_always_load_and_cover_their_corpus(tmp_path):
+    # Any text yields a vocabulary that survives its file and loads into BertTokenizer, and every
+    # character the learner kept tokenizes without [UNK].
+    char = st.characters(codec="utf-8", exclude_categories=("Cn", "Cs"))
+    line = st.lists(st.one_of(st.text(char, max_size=6), st.sampled_from(_SPACES)), max_size=8).map("".join)
+    path = tmp_path / "vocab.txt"
+
+    @settings(max_examples=6, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
+    @given(st.lists(line, min_size=120, max_size=160), st.booleans())
+    def check(corpus, lower_case):
+        try:
+            vocab = build_vocab(corpus, vocab_size=400, lower_case=lower_case, output_file=str(path))
+        except ValueError as e:
+            assert "The corpus is empty" in str(e)
+            return
+        assert load_vocabulary(str(path)) == vocab
+        tokenizer = BertTokenizer(str(path), lower_case=lower_case)
+        kept = {t for t in vocab if len(t) == 1}
+        words = [c for c in "".join(corpus) if c in kept and unicodedata.category(c)[0] in "LN"]
+        if words:
+            assert tokenizer.unk_id not in tokenizer(tf.constant(words)).flat_values.numpy()
+        tokenizer(tf.constant(corpus))
+
+    check()

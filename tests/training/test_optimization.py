@@ -181,8 +181,7 @@ def test_fused_adamw_under_a_mirrored_strategy():
                 continue
             with strategy.scope():
                 for gradient, variable in zip(gradients, variables):
-                    if optimizer_class is keras.optimizers.AdamW:  # its decay is a separate pass
-                        variable.assign_sub(variable * 0.1 * 0.1)
+                    variable.assign_sub(variable * 0.1 * 0.1)  # Keras' weight decay: a pass of its own
                     optimizer.update_step(gradient, variable.value, 0.1)
                 optimizer.iterations.assign_add(1)
         return [v.numpy() for v in variables + optimizer.variables]
@@ -191,3 +190,17 @@ def test_fused_adamw_under_a_mirrored_strategy():
         expected = run(keras.optimizers.AdamW, distributed_variable)
         for got, want in zip(run(AdamW, distributed_variable), expected):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_optimizer_variables_are_its_own_slots_only():
+    """The optimizer tracks its iteration count and slots, never the model's variables (which a
+    reset of `optimizer.variables` or an optimizer-only checkpoint would otherwise reach)."""
+    variables = [keras.Variable(np.ones((2, 3), "float32"), name="kernel"), keras.Variable(np.ones(3, "float32"))]
+    optimizer = create_optimizer(1e-3, 10, 1)
+    optimizer.build(variables)
+    model_ids = {id(v) for v in variables}
+    assert len(optimizer.variables) == 1 + 2 * len(variables)
+    assert not model_ids & {id(v) for v in optimizer.variables}
+    for variable in optimizer.variables:
+        variable.assign(tf.zeros_like(variable))
+    np.testing.assert_array_equal(variables[0].numpy(), np.ones((2, 3)))

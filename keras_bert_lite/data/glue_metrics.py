@@ -1,0 +1,85 @@
+"""The GLUE metrics: accuracy, F1 of the positive class, Matthews correlation, Pearson and Spearman.
+
+Example:
+
+    >>> glue_metrics("mrpc", labels=[1, 0, 1, 1], predictions=[1, 0, 0, 1])
+    {'f1': 0.8, 'accuracy': 0.75}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from keras_bert_lite.data.glue_tasks import GlueTask, get_glue_task
+
+
+def _binary_counts(labels: np.ndarray, predictions: np.ndarray) -> tuple[int, int, int, int]:
+    tp = int(np.sum((predictions == 1) & (labels == 1)))
+    tn = int(np.sum((predictions == 0) & (labels == 0)))
+    fp = int(np.sum((predictions == 1) & (labels == 0)))
+    fn = int(np.sum((predictions == 0) & (labels == 1)))
+    return tp, tn, fp, fn
+
+
+def f1_binary(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    """F1 of the positive class 1 (GLUE's MRPC/QQP F1); 0 when there is no true positive."""
+    tp, _, fp, fn = _binary_counts(np.asarray(labels), np.asarray(predictions))
+    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def matthews_corrcoef(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    """Matthews correlation of binary labels (CoLA's metric); 0 when undefined."""
+    tp, tn, fp, fn = _binary_counts(np.asarray(labels), np.asarray(predictions))
+    denominator = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return 0.0 if denominator == 0 else (tp * tn - fp * fn) / denominator
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson correlation coefficient."""
+    x, y = np.asarray(x, "float64"), np.asarray(y, "float64")
+    x, y = x - x.mean(), y - y.mean()
+    return float(np.sum(x * y) / math.sqrt(np.sum(x * x) * np.sum(y * y)))
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks; tied values share their average rank."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), "float64")
+    ranks[order] = np.arange(1, len(x) + 1)
+    for value in np.unique(x):
+        tied = x == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation (Pearson of average ranks)."""
+    return pearson(_ranks(np.asarray(x, "float64")), _ranks(np.asarray(y, "float64")))
+
+
+def glue_metrics(task: GlueTask | str, labels: Sequence, predictions: Sequence) -> dict[str, float]:
+    """The task's GLUE metrics.
+
+    Args:
+        task: the task (its `metric_names` decide which metrics are computed).
+        labels: gold class ids (or values for regression) [N].
+        predictions: predicted class ids (or values) [N].
+
+    Returns:
+        dict metric name -> value (fractions, not percentages).
+    """
+    task = get_glue_task(task) if isinstance(task, str) else task
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    if labels.shape != predictions.shape:
+        raise ValueError(f"labels {labels.shape} and predictions {predictions.shape} differ in shape.")
+    functions = {
+        "accuracy": lambda: float(np.mean(labels == predictions)),
+        "f1": lambda: f1_binary(labels, predictions),
+        "matthews_corrcoef": lambda: matthews_corrcoef(labels, predictions),
+        "pearson": lambda: pearson(labels, predictions),
+        "spearman": lambda: spearman(labels, predictions),
+    }
+    return {name: functions[name]() for name in task.metric_names}

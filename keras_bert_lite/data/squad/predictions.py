@@ -1,0 +1,163 @@
+"""Answers, n-best lists and SQuAD 2.0 null odds from the model's logits over `SquadFeatures`.
+
+Candidates and their ranking come from `score_spans`, the scorer the exported SavedModel uses,
+so evaluation and serving pick the same answer. The answer text is the original context from
+the start of the span's first word to the end of its last word.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from keras_bert_lite.data.squad.features import SquadFeatures
+from keras_bert_lite.data.squad.reading import SquadExample
+from keras_bert_lite.data.squad.spans import score_spans
+
+# Traced once per process (and per n_best_size / max_answer_length), for any number of windows.
+_score_spans = tf.function(score_spans, reduce_retracing=True)
+
+
+@dataclasses.dataclass
+class SquadPredictions:
+    """Answers per question id.
+
+    Attributes:
+        answers: qas_id -> predicted answer text ("" = no answer, v2.0).
+        nbest: qas_id -> list of {"text", "probability", "start_logit", "end_logit"}, best first.
+        null_odds: qas_id -> null score minus best non-null score (v2.0; empty for v1.1).
+    """
+
+    answers: dict[str, str]
+    nbest: dict[str, list[dict]]
+    null_odds: dict[str, float]
+
+
+def predict_answers(
+    examples: list[SquadExample],
+    features: SquadFeatures,
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    version_2_with_negative: bool = False,
+    null_score_diff_threshold: float = 0.0,
+    progress: bool = False,
+    batch_size: int = 1024,
+) -> SquadPredictions:
+    """The paper's answer selection: the span (i, j), j >= i, maximising start_i + end_j.
+
+    Candidates are ranked by `score_spans` (the `n_best_size` best start and end positions of
+    every window of an example; context tokens only, at most `max_answer_length` tokens, the
+    start token in the window that gives it the most context). The n-best list keeps the best
+    candidate of each distinct text, as the original `write_predictions` does.
+
+    Args:
+        examples, features: as given to the model.
+        start_logits, end_logits: float [N, S], the model's outputs for `features`, in order.
+        n_best_size: candidates kept per side and in the n-best list (20).
+        max_answer_length: longest answer in tokens (30).
+        version_2_with_negative: allow "no answer" (score of [CLS] at start and end).
+        null_score_diff_threshold: predict "" when null score - best span score exceeds it.
+        progress: show a progress bar.
+        batch_size: examples scored per graph call (bounds memory, not results).
+
+    Returns:
+        `SquadPredictions`.
+    """
+    start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
+    if start_logits.shape != features.input_word_ids.shape or end_logits.shape != start_logits.shape:
+        raise ValueError(
+            f"Logits of shape {start_logits.shape}/{end_logits.shape} do not match the features "
+            f"{features.input_word_ids.shape}."
+        )
+    example_index = np.asarray(features.example_index)
+    if np.any(np.diff(example_index) < 0) or (len(example_index) and example_index[-1] >= len(examples)):
+        raise ValueError(
+            f"features.example_index must be non-decreasing and below {len(examples)} (the number of "
+            "examples): pass the features squad_features made from these examples."
+        )
+    windows_per_example = np.bincount(example_index, minlength=len(examples))
+    window_starts = np.concatenate([[0], np.cumsum(windows_per_example)])
+    predictions = SquadPredictions({}, {}, {})
+    for first in tqdm(range(0, len(examples), batch_size), "Predicting", disable=not progress):
+        last = min(first + batch_size, len(examples))
+        rows = slice(window_starts[first], window_starts[last])
+        spans = _score_spans(
+            start_logits[rows], end_logits[rows], features.token_starts[rows], features.max_context[rows],
+            windows_per_example[first:last], n_best_size, max_answer_length,
+        )
+        spans = {name: value.numpy() if isinstance(value, tf.Tensor) else value.to_list()
+                 for name, value in spans.items()}
+        for n, example in enumerate(examples[first:last]):
+            candidates = _Candidates({name: values[n] for name, values in spans.items()}, window_starts[first])
+            _add_prediction(predictions, example, features, candidates, n_best_size, version_2_with_negative,
+                            null_score_diff_threshold)
+    return predictions
+
+
+class _Candidates:
+    """One example's ranked candidates from `score_spans`, read on demand (most are never looked at)."""
+
+    def __init__(self, spans: dict, first_window: int):
+        self.spans, self.first_window = spans, first_window
+
+    def __len__(self) -> int:
+        return len(self.spans["score"])
+
+    def __getitem__(self, c: int) -> tuple:
+        """(start_logit, end_logit, window, start, end) of the c-th best candidate."""
+        s = self.spans
+        return s["start_logit"][c], s["end_logit"][c], self.first_window + s["window"][c], s["start"][c], s["end"][c]
+
+
+def _add_prediction(predictions, example, features, candidates, n_best_size, with_null, threshold):
+    """One example's answer, n-best list and null odds, from its ranked candidates (the original's rules)."""
+    context = example.context.encode("utf-8")
+
+    def text_of(window, start, end):
+        span = context[features.token_starts[window, start] : features.token_ends[window, end]]
+        return span.decode("utf-8", "replace")
+
+    null_score = candidates.spans["null_score"]
+    null_entry = ("", candidates.spans["null_start_logit"], candidates.spans["null_end_logit"])
+    with_null = with_null and np.isfinite(null_score)
+    # The n-best list: the best candidate of each distinct text; for SQuAD 2.0 the null entry is ranked
+    # among them (after spans of equal score), or appended if it ranks below the n-th.
+    entries, seen = [], set()
+    for c in range(len(candidates)):
+        start_logit, end_logit, *span = candidates[c]
+        if with_null and "" not in seen and null_score > start_logit + end_logit and len(entries) < n_best_size:
+            entries.append(null_entry)
+            seen.add("")
+        if len(entries) >= n_best_size:
+            break
+        text = text_of(*span)
+        if text not in seen:
+            seen.add(text)
+            entries.append((text, start_logit, end_logit))
+    if with_null and "" not in seen:
+        entries.append(null_entry)
+    if not entries:
+        entries.append(("", 0.0, 0.0))
+    scores = np.array([s + e for _, s, e in entries], "float64")
+    probabilities = np.exp(scores - scores.max())
+    probabilities /= probabilities.sum()
+    predictions.nbest[example.qas_id] = [
+        {"text": text, "probability": float(p), "start_logit": float(s), "end_logit": float(e)}
+        for (text, s, e), p in zip(entries, probabilities)
+    ]
+    best = candidates[0] if len(candidates) else None
+    if not with_null:
+        predictions.answers[example.qas_id] = text_of(*best[2:]) if best else ""
+        return
+    if best is None:
+        predictions.answers[example.qas_id] = ""
+        predictions.null_odds[example.qas_id] = float("inf")
+        return
+    difference = null_score - best[0] - best[1]
+    predictions.null_odds[example.qas_id] = float(difference)
+    predictions.answers[example.qas_id] = "" if difference > threshold else text_of(*best[2:])

@@ -1,0 +1,208 @@
+"""Pre-trained BERT from whatever folder a user has: ours, a Google release or Hugging Face.
+
+`find_checkpoint` says what a path holds (its kind, weights, vocabulary and casing) without
+loading anything; `from_checkpoint` loads the encoder and a matching preprocessor. Kinds:
+
+- "keras" (ours): a folder with `encoder.keras` and `vocab.txt` (what `tpu/pretrain.py` and
+  `export_pretrained` write), or a `.keras` file of a `BertEncoder` or of a model holding one as
+  `.encoder` (`pretrainer.keras`, a fine-tuned classifier), with `vocab.txt` beside it.
+- "google": a Google BERT release folder (`bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`),
+  or the checkpoint prefix inside one (`.../bert_model.ckpt`, as the original scripts take it).
+- "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`.
+
+Whether the vocabulary is uncased (lower-case and strip accents before WordPiece) is read from
+the folder: `tokenizer_config.json`'s `do_lower_case` when there is one (Hugging Face), else
+from the vocabulary itself, which is uncased exactly when none of its tokens has an upper-case
+letter (WordPiece learned on lower-cased text cannot produce one). That holds for every Google
+and Hugging Face BERT vocabulary and needs no naming convention, so a renamed release folder
+is still read right.
+
+Example:
+
+    >>> folder = find_checkpoint("uncased_L-12_H-768_A-12")
+    >>> folder.kind, folder.lower_case
+    ('google', True)
+    >>> encoder, preprocessor = from_checkpoint("output/pretrain", seq_length=128)
+    >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from keras_bert_lite.checkpoints import from_google_checkpoint, from_hf_checkpoint, resolve_checkpoint_prefix
+from keras_bert_lite.checkpoints.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
+from keras_bert_lite.checkpoints.huggingface import CONFIG_NAME
+from keras_bert_lite.checkpoints.release import make_preprocessor
+from keras_bert_lite.config import read_json_file
+from keras_bert_lite.models.encoder import BertEncoder
+from keras_bert_lite.text.preprocessor import BertPreprocessor
+from keras_bert_lite.text.tokenizer import load_vocabulary
+
+CHECKPOINT_KINDS = ("keras", "google", "hugging_face")
+KERAS_ENCODER_NAME = "encoder.keras"
+GOOGLE_CONFIG_NAME = "bert_config.json"
+VOCAB_NAME = "vocab.txt"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+_HF_WEIGHT_NAMES = (SAFETENSORS_NAME, SAFETENSORS_INDEX_NAME, PYTORCH_NAME)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointFolder:
+    """What a checkpoint path holds (see `find_checkpoint`).
+
+    Attributes:
+        kind: "keras", "google" or "hugging_face".
+        directory: the folder holding the files.
+        weights: the `.keras` file, the TF checkpoint prefix, or the Hugging Face weights file.
+        vocab_file: the WordPiece vocabulary.
+        lower_case: whether the vocabulary is uncased.
+        lower_case_source: why, for logs ("do_lower_case in .../tokenizer_config.json" or
+            "the vocabulary ... is uncased: ...").
+    """
+
+    kind: str
+    directory: str
+    weights: str
+    vocab_file: str
+    lower_case: bool
+    lower_case_source: str
+
+
+def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | None = None) -> CheckpointFolder:
+    """Finds out what `path` holds, reading only file names, JSON configs and the vocabulary.
+
+    Args:
+        path: a checkpoint folder of any kind, a `.keras` file, or a Google checkpoint prefix
+            (local or any `tf.io.gfile` path).
+        vocab_file: the vocabulary, when it is not `vocab.txt` beside the weights.
+
+    Returns:
+        A `CheckpointFolder`.
+
+    Raises:
+        FileNotFoundError: nothing at `path`, or no vocabulary (naming where it was looked for).
+        ValueError: `path` is a folder of none of the kinds (naming what it holds), or a Google
+            checkpoint prefix in a folder with several checkpoints.
+    """
+    path = os.fspath(path).rstrip("/") or "/"
+    if tf.io.gfile.isdir(path):
+        directory = path
+        kind, weights = _folder_kind(path)
+    elif path.endswith(".keras"):
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"Checkpoint not found: {path}")
+        directory, kind, weights = os.path.dirname(path), "keras", path
+    else:
+        weights = resolve_checkpoint_prefix(path)  # FileNotFoundError naming the path
+        directory, kind = os.path.dirname(weights), "google"
+        if not tf.io.gfile.exists(os.path.join(directory, GOOGLE_CONFIG_NAME)):
+            raise FileNotFoundError(
+                f"{path} is a TF checkpoint, but {os.path.join(directory, GOOGLE_CONFIG_NAME)} is missing; "
+                "a Google BERT checkpoint needs its bert_config.json beside it."
+            )
+        try:
+            only_checkpoint = resolve_checkpoint_prefix(directory) == weights
+        except ValueError:  # several *.index files
+            only_checkpoint = False
+        if not only_checkpoint:
+            raise ValueError(
+                f"{directory} holds several checkpoints; move {weights}.* into a folder of its own with "
+                "bert_config.json and vocab.txt, and pass that folder."
+            )
+    if vocab_file is None:
+        vocab_file = os.path.join(directory, VOCAB_NAME)
+        if not tf.io.gfile.exists(vocab_file):
+            raise FileNotFoundError(
+                f"{path}: no {VOCAB_NAME} beside the weights (looked for {vocab_file}); pass the vocabulary "
+                "file explicitly (vocab_file=...)."
+            )
+    vocab_file = os.fspath(vocab_file)
+    lower_case, source = _lower_case(directory, vocab_file)
+    return CheckpointFolder(kind, directory, weights, vocab_file, lower_case, source)
+
+
+def from_checkpoint(
+    path: str | os.PathLike,
+    seq_length: int = 128,
+    lower_case: bool | None = None,
+    vocab_file: str | os.PathLike | None = None,
+) -> tuple[BertEncoder, BertPreprocessor]:
+    """Loads the pre-trained `BertEncoder` at `path` and a `BertPreprocessor` for its vocabulary.
+
+    Args:
+        path: see `find_checkpoint`.
+        seq_length: the preprocessor's packed length (at most the model's
+            `max_position_embeddings`).
+        lower_case: whether to lower-case and strip accents; None reads it from the folder (see
+            the module docstring). A value that contradicts the vocabulary is logged as a warning.
+        vocab_file: the vocabulary, when it is not `vocab.txt` beside the weights.
+
+    Returns:
+        (encoder, preprocessor). Pre-training heads in the checkpoint are not loaded.
+
+    Raises:
+        FileNotFoundError, ValueError: see `find_checkpoint`; also a `.keras` file without a
+            `BertEncoder`, a `seq_length` the model cannot take, a vocabulary larger than the
+            model's, or weights that do not fit their config (each naming the file).
+    """
+    folder = find_checkpoint(path, vocab_file)
+    if lower_case is None:
+        lower_case = folder.lower_case
+    elif lower_case != folder.lower_case:
+        logging.warning(
+            "lower_case=%s, but %s (lower_case=%s): text may be tokenized differently from pre-training.",
+            lower_case, folder.lower_case_source, folder.lower_case,
+        )
+    logging.info("Loading the %s checkpoint %s; lower_case=%s (%s).", folder.kind, folder.weights, lower_case,
+                 folder.lower_case_source if lower_case == folder.lower_case else "as given")
+    if folder.kind == "keras":
+        model = keras.saving.load_model(folder.weights, compile=False)
+        encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+        if not isinstance(encoder, BertEncoder):
+            raise ValueError(f"{folder.weights} holds a {type(model).__name__}, which has no BertEncoder.")
+        return encoder, make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
+    load = from_google_checkpoint if folder.kind == "google" else from_hf_checkpoint
+    encoder, preprocessor = load(folder.directory, seq_length=seq_length, lower_case=lower_case)
+    if os.path.normpath(folder.vocab_file) != os.path.normpath(os.path.join(folder.directory, VOCAB_NAME)):
+        preprocessor = make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
+    return encoder, preprocessor
+
+
+def _folder_kind(directory: str) -> tuple[str, str]:
+    """(kind, weights) of a checkpoint folder."""
+    names = {name.rstrip("/") for name in tf.io.gfile.listdir(directory)}
+    if KERAS_ENCODER_NAME in names:
+        return "keras", os.path.join(directory, KERAS_ENCODER_NAME)
+    weights = [name for name in _HF_WEIGHT_NAMES if name in names]
+    if CONFIG_NAME in names and weights:
+        return "hugging_face", os.path.join(directory, weights[0])
+    if GOOGLE_CONFIG_NAME in names:
+        return "google", resolve_checkpoint_prefix(directory)
+    shown = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "") if names else "nothing"
+    raise ValueError(
+        f"{directory} is not a BERT checkpoint folder: expected {KERAS_ENCODER_NAME} (ours), {CONFIG_NAME} with "
+        f"{SAFETENSORS_NAME} or {PYTORCH_NAME} (Hugging Face), or {GOOGLE_CONFIG_NAME} with bert_model.ckpt.* "
+        f"(Google); it holds {shown}."
+    )
+
+
+def _lower_case(directory: str, vocab_file: str) -> tuple[bool, str]:
+    """(lower_case, where it was read): tokenizer_config.json, else the vocabulary's tokens."""
+    config_path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
+    if tf.io.gfile.exists(config_path):
+        value = read_json_file(config_path, "Tokenizer config").get("do_lower_case")
+        if isinstance(value, bool):
+            return value, f"do_lower_case in {config_path}"
+    cased = [
+        token for token in load_vocabulary(vocab_file)
+        if token != token.lower() and not (token.startswith("[") and token.endswith("]"))
+    ]
+    if cased:
+        return False, f"the vocabulary {vocab_file} is cased: it has upper-case tokens such as {cased[0]!r}"
+    return True, f"the vocabulary {vocab_file} is uncased: it has no upper-case tokens"

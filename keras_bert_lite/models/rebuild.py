@@ -1,0 +1,85 @@
+"""`RebuiltModel`: models that `.keras` files rebuild through their constructor, edits included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+
+
+class RebuiltModel(keras.Model):
+    """A functional model whose config holds constructor arguments plus the edits made since.
+
+    Our models create their layers in code, so a `.keras` file rebuilds them by calling the
+    constructor, then loads the weights. `quantize()` and `enable_lora()` change which variables a
+    layer has (int8 kernels and scales; LoRA factors), so the calls are recorded in the config
+    and repeated, in order, on the rebuilt model before its weights load: a quantized or LoRA model
+    saves and loads like any other. Subclasses implement `constructor_config()` (JSON-able
+    arguments) and, if some argument needs deserializing, `from_constructor_config()`.
+    """
+
+    def constructor_config(self) -> dict:
+        """The constructor arguments, JSON-able, without `name` and `trainable`."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_constructor_config(cls, config: dict) -> RebuiltModel:
+        """Builds the model from `constructor_config()`'s output (plus `name`, `trainable`)."""
+        return cls(**config)
+
+    @property
+    def edits(self) -> list[dict]:
+        """The recorded `quantize` and `enable_lora` calls, oldest first, e.g.
+        `[{"method": "quantize", "mode": "int8", "filters": None, "config": None}]`."""
+        return list(getattr(self, "_recorded_edits", ()))
+
+    def _record_edit(self, edit: dict) -> None:
+        self._recorded_edits = (*self.edits, edit)
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize`, recorded so that `.keras` files of the result load.
+
+        Args:
+            mode: "int8", "int4" or "float8" (or given by `config`).
+            config: an optional `keras.quantizers.QuantizationConfig`.
+            filters: optional regex string or list of them (layer paths to quantize). A callable
+                works, but such a model cannot be saved as a `.keras` file.
+            **kwargs: passed to `keras.Model.quantize`.
+        """
+        super().quantize(mode, config=config, filters=filters, **kwargs)
+        self._record_edit({"method": "quantize", "mode": mode, "config": config, "filters": filters})
+
+    def get_config(self):
+        config = {**self.constructor_config(), "name": self.name, "trainable": self.trainable}
+        edits = [_serialize_edit(edit, self.name) for edit in self.edits]
+        if edits:
+            config["edits"] = edits
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        edits = config.pop("edits", [])
+        model = cls.from_constructor_config(config)
+        for edit in edits:
+            edit = dict(edit)
+            method = edit.pop("method")
+            if edit.get("config") is not None:
+                edit["config"] = keras.saving.deserialize_keras_object(edit["config"])
+            getattr(model, method)(**edit)
+        return model
+
+
+def _serialize_edit(edit: dict, model_name: str) -> dict:
+    """A recorded edit with its arguments in JSON form; a callable filter is an error."""
+    edit = dict(edit)
+    if isinstance(edit.get("filters"), Callable):
+        raise ValueError(
+            f"{model_name}: quantize(filters=<a function>) cannot be stored in a .keras file; quantize "
+            "with a regex filter (or a list of them) to save the model."
+        )
+    if isinstance(edit.get("filters"), tuple):
+        edit["filters"] = list(edit["filters"])
+    if edit.get("config") is not None:
+        edit["config"] = keras.saving.serialize_keras_object(edit["config"])
+    return edit

@@ -1,0 +1,271 @@
+"""Raw text in any everyday container to batched, preprocessed `tf.data` for Keras models.
+
+`model.fit`/`predict` take token ids; people have strings in Python lists, numpy or pandas
+columns and `tf.data` pipelines. `text_dataset` turns any of these, with labels and sample
+weights, into `(features, labels[, sample_weights])` batches, tokenizing in the tf.data graph
+with a `BertPreprocessor`. Containers are read without numpy's fixed-width string dtypes (a
+`<U1088` array is 4 bytes per character of the longest text, and Keras cannot convert it).
+
+The accepted forms of `x` (N examples):
+
+- single texts: a `str`; a list/tuple of `str`; a 1-D numpy array (or pandas Series) of
+  `str`/`bytes`; a 1-D `tf.string` tensor.
+- text pairs (sentence-pair tasks): a tuple `(text_a, text_b)` of two such columns; a list of
+  N `(text_a, text_b)` rows; a 2-D array [N, 2] (e.g. a two-column DataFrame); a `tf.string`
+  tensor [N, 2].
+- a `tf.data.Dataset` whose elements are `x`, `(x, y)` or `(x, y, sample_weight)` as in Keras,
+  with `x` a `tf.string` scalar (one text) or a pair of them; or `(text_a, text_b)` string pairs.
+  Elements may be single examples (batched here) or batches (string vectors, kept as they are).
+
+Example:
+
+    >>> prep = BertPreprocessor("vocab.txt", seq_length=64)
+    >>> train = text_dataset(["a warm, funny film", "dull"], [1, 0], preprocessor=prep,
+    ...                      batch_size=32, shuffle=True, seed=0)
+    >>> pairs = text_dataset((["Is it raining?"], ["No."]), preprocessor=prep)   # features only
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_lite.data.glue import check_labels
+
+_STRING_KINDS = "USO"  # numpy dtype kinds that may hold text: unicode, bytes, object
+
+
+def is_text_input(x) -> bool:
+    """Whether `x` is raw text that `text_dataset` reads, rather than token-id features.
+
+    Looks at the container type and its first element only (cheap on large inputs); the full
+    check happens in `text_dataset`. Dicts (feature dicts) and numeric arrays are not text.
+    """
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        first = spec[0] if isinstance(spec, tuple) else spec
+        return all(
+            isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in tf.nest.flatten(first)
+        )
+    if tf.is_tensor(x):
+        return x.dtype == tf.string
+    if isinstance(x, Mapping) or x is None:
+        return False
+    if isinstance(x, (list, tuple)):
+        first = x[0] if len(x) else None
+        if isinstance(first, (list, tuple, np.ndarray)) or tf.is_tensor(first):
+            return is_text_input(first)
+        return isinstance(first, (str, bytes))
+    if hasattr(x, "__array__"):
+        array = np.asarray(x)
+        if array.dtype.kind in "US":
+            return True
+        return array.dtype.kind == "O" and array.size > 0 and isinstance(array.flat[0], (str, bytes))
+    return False
+
+
+def text_dataset(
+    x,
+    y=None,
+    sample_weight=None,
+    *,
+    preprocessor,
+    batch_size: int = 32,
+    shuffle: bool = False,
+    seed: int | None = None,
+    drop_remainder: bool = False,
+    num_classes: int | None = None,
+) -> tf.data.Dataset:
+    """Batched BERT inputs (tokenized in the graph) with labels, from raw text.
+
+    Args:
+        x: the texts (single texts or pairs; see the module docstring for every accepted form).
+        y: labels, one per example: class ids (ints, cast to int32), values (floats, float32),
+            or a dict/tuple of such arrays; or None. Must be None when `x` is a dataset (the
+            dataset carries them).
+        sample_weight: optional weights, one per example (float32); None for a dataset.
+        preprocessor: a `BertPreprocessor` (strings, or a pair of strings, to the three
+            int32 [batch, seq_length] inputs).
+        batch_size: examples per batch (datasets of batches keep their own).
+        shuffle: shuffle in-memory examples before batching, again on every pass (epoch), with
+            `seed`. A dataset is read in its own order, as Keras does.
+        seed: shuffle seed; with a fixed seed the order of every epoch repeats run to run.
+        drop_remainder: drop the last partial batch.
+        num_classes: when given, in-memory labels are checked to be class ids in
+            [0, num_classes) (finite values for num_classes=1) before anything runs.
+
+    Returns:
+        A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
+        features are the preprocessor's dict of int32 [batch, seq_length] tensors, labels and
+        weights have a leading batch dimension.
+
+    Raises:
+        ValueError: naming the argument and example index of anything unusable: a text that is
+            not a string (None, a number, NaN from a pandas gap), pairs of other lengths, string
+            labels, a number of labels or weights other than the number of texts, labels outside
+            [0, num_classes), an empty `x`, or a dataset whose elements are not text.
+        TypeError: `x` is not text at all (e.g. a dict of features).
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    if isinstance(x, tf.data.Dataset):
+        if y is not None or sample_weight is not None:
+            raise ValueError("y and sample_weight must be None when x is a tf.data.Dataset (it carries them).")
+        return _from_dataset(x, preprocessor, batch_size, drop_remainder)
+    texts = _text_columns(x)
+    count = int(texts[0].shape[0])
+    parts = [texts]
+    if y is not None:
+        labels = _per_example(y, "y", count)
+        if num_classes is not None:
+            for name, value in _flat_items(labels, "y"):
+                try:
+                    check_labels(value, num_classes)
+                except ValueError as e:
+                    raise ValueError(f"{name}: {e}") from None
+        parts.append(labels)
+    if sample_weight is not None:
+        parts.append(_per_example(sample_weight, "sample_weight", count, dtype="float32"))
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(parts))
+    if shuffle:
+        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+
+    def preprocess(text, *rest):
+        features = preprocessor(text[0] if len(text) == 1 else tuple(text))
+        return (features, *rest) if rest else features
+
+    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _text_columns(x) -> tuple[tf.Tensor, ...]:
+    """`x` as one (single texts) or two (pairs) tf.string columns of equal length."""
+    if isinstance(x, (str, bytes)):
+        x = [x]
+    if isinstance(x, tuple) and len(x) == 2 and not any(isinstance(c, (str, bytes)) for c in x):
+        columns = tuple(_column(column, f"x[{i}] (text_{'ab'[i]})") for i, column in enumerate(x))
+        if columns[0].shape[0] != columns[1].shape[0]:
+            raise ValueError(
+                f"x is a (text_a, text_b) pair of columns of different lengths: {columns[0].shape[0]} "
+                f"and {columns[1].shape[0]}."
+            )
+        return columns
+    if isinstance(x, Mapping):
+        raise TypeError(
+            "x is a dict (token-id features?); text_dataset takes raw text: a list, numpy array or "
+            "tf.data.Dataset of strings, or of (text_a, text_b) pairs."
+        )
+    array = _object_array(x, "x")
+    if array.ndim == 1 and array.size and isinstance(array[0], (list, tuple, np.ndarray)):
+        lengths = sorted({len(row) if isinstance(row, (list, tuple, np.ndarray)) else 1 for row in array})
+        raise ValueError(f"x: rows of different lengths {lengths}; pairs must have exactly 2 texts.")
+    if array.ndim == 2 and array.shape[1] in (1, 2):
+        return tuple(_column(array[:, i], f"x[:, {i}]") for i in range(array.shape[1]))
+    if array.ndim != 1:
+        raise ValueError(
+            f"x has shape {array.shape}; expected N texts [N] or N (text_a, text_b) pairs [N, 2]."
+        )
+    return (_column(array, "x"),)
+
+
+def _object_array(values, name: str) -> np.ndarray:
+    """`values` as a numpy array of Python objects (never a fixed-width string dtype)."""
+    if tf.is_tensor(values):
+        values = values.numpy()
+    return np.asarray(values, dtype=object)
+
+
+def _column(values, name: str) -> tf.Tensor:
+    """A 1-D tf.string tensor of `values`, each checked to be text."""
+    array = _object_array(values, name)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of texts, got shape {array.shape}.")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty; expected at least one text.")
+    for index, value in enumerate(array):
+        if not isinstance(value, (str, bytes)):
+            raise ValueError(
+                f"{name}[{index}] is {value!r} ({type(value).__name__}), not a string; every text must be "
+                "a str or bytes."
+            )
+    return tf.constant(array)
+
+
+def _per_example(values, name: str, count: int, dtype: str | None = None):
+    """Labels or weights as numpy arrays with `count` rows (dicts and tuples elementwise)."""
+    if isinstance(values, Mapping):
+        return {key: _per_example(v, f"{name}[{key!r}]", count, dtype) for key, v in values.items()}
+    if isinstance(values, tuple) and values and not np.isscalar(values[0]):
+        return tuple(_per_example(v, f"{name}[{i}]", count, dtype) for i, v in enumerate(values))
+    array = values.numpy() if tf.is_tensor(values) else np.asarray(values)
+    if array.dtype.kind in _STRING_KINDS:
+        raise ValueError(
+            f"{name} holds {array.ravel()[:1].tolist()[0]!r} and the like; labels must be numbers: class ids (int) or "
+            "values (float). Map label names to ids first, e.g. [names.index(label) for label in y]."
+        )
+    if array.ndim == 0 or len(array) != count:
+        found = "one value" if array.ndim == 0 else f"{len(array)} entries"
+        raise ValueError(f"{name} has {found} for {count} texts; it needs one per text.")
+    if dtype is None:
+        dtype = "float32" if array.dtype.kind == "f" else "int32"
+    return array.astype(dtype)
+
+
+def _flat_items(values, name: str) -> list[tuple[str, np.ndarray]]:
+    if isinstance(values, dict):
+        return [item for key, v in values.items() for item in _flat_items(v, f"{name}[{key!r}]")]
+    if isinstance(values, tuple):
+        return [item for i, v in enumerate(values) for item in _flat_items(v, f"{name}[{i}]")]
+    return [(name, values)]
+
+
+def _from_dataset(dataset: tf.data.Dataset, preprocessor, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+    """Preprocesses a dataset of texts (see the module docstring), batching single examples."""
+    spec = dataset.element_spec
+    parts = spec if isinstance(spec, tuple) else (spec,)
+    if len(parts) == 2 and all(_is_string(p) for p in parts):
+        text_parts = 2  # an unlabelled (text_a, text_b) pair
+    elif 1 <= len(parts) <= 3 and _is_text_spec(parts[0]):
+        text_parts = 1
+    else:
+        raise ValueError(
+            f"The dataset's elements are {spec}; expected texts: x, (x, y) or (x, y, sample_weight) "
+            "with x a tf.string (one text) or a pair of them, or (text_a, text_b) pairs."
+        )
+    for label_spec in parts[text_parts:]:
+        if any(s.dtype == tf.string for s in tf.nest.flatten(label_spec)):
+            raise ValueError(
+                f"The dataset's labels/weights {label_spec} hold strings; they must be numbers. For text "
+                "pairs with labels, nest the pair: ((text_a, text_b), label)."
+            )
+    ranks = {s.shape.rank for s in tf.nest.flatten(parts[:2] if text_parts == 2 else parts[0])}
+    if ranks not in ({0}, {1}):
+        raise ValueError(
+            f"The dataset's texts have shapes {spec}; expected one string per element (scalars) or "
+            "batches of strings (vectors), the same for both texts of a pair."
+        )
+    if ranks == {0}:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+
+    def preprocess(*element):
+        text = element[:2] if text_parts == 2 else element[0]
+        features = preprocessor(tuple(text) if isinstance(text, (tuple, list)) else text)
+        labels = element[text_parts:]
+        return (features, *labels) if labels else features
+
+    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _is_string(spec) -> bool:
+    return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+
+
+def _is_text_spec(spec) -> bool:
+    """A string scalar/vector, or a pair of them."""
+    if isinstance(spec, tuple):
+        return len(spec) == 2 and all(_is_string(s) for s in spec)
+    return _is_string(spec)
