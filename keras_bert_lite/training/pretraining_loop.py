@@ -37,7 +37,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.layers.compiled import sparse_softmax_cross_entropy
+from keras_bert_lite.layers.accelerated import sparse_softmax_cross_entropy
 
 # Per-step statistics returned by `PretrainingLoop.train`.
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")
