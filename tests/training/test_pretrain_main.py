@@ -116,6 +116,7 @@ def test_main_job_learns_and_writes_everything(killed_and_resumed):
     assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.0
     encoder = keras.saving.load_model(output / "encoder.keras")
     assert isinstance(encoder, BertEncoder) and encoder.config.vocab_size == config["vocab_size"]
+    assert json.loads((output / "tokenizer_config.json").read_text()) == {"do_lower_case": True}
     for name in ("pretrainer.keras", "data/manifest.json", "data/heldout.tfrecord"):
         assert (output / name).exists(), name
 

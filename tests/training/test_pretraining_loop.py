@@ -1,6 +1,7 @@
 """The distributed pre-training loop in one process: loss, accumulation, NaN guard, checkpoints."""
 
 import json
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -9,6 +10,7 @@ import tensorflow as tf
 
 from keras_bert_lite.checkpoints import save_google_checkpoint
 from keras_bert_lite.models import BertEncoder, BertPretrainer, pretraining_losses
+from keras_bert_lite.models.checkpoint_folder import find_checkpoint
 from keras_bert_lite.training.checkpointing import (
     NonFiniteLossError,
     TrainingCheckpoints,
@@ -122,7 +124,8 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
         keras.config.set_dtype_policy("float32")
     vocab = tmp_path / "vocab.src"
     vocab.write_text("[PAD]\n[UNK]\n")
-    paths = export_pretrained(loop.model, str(tmp_path / "export"), str(vocab))
+    # A cased vocabulary without upper-case tokens: only tokenizer_config.json tells its casing.
+    paths = export_pretrained(loop.model, str(tmp_path / "export"), str(vocab), do_lower_case=False)
     features, _ = jobs.synthetic_examples(4)
     encoder = keras.saving.load_model(paths["encoder"])
     pretrainer = keras.saving.load_model(paths["pretrainer"])
@@ -134,6 +137,9 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
                                loop.model(features)["mlm_logits"].numpy(), atol=0.2)
     assert json.loads((tmp_path / "export" / "bert_config.json").read_text()) == jobs.tiny_config().to_dict()
     assert (tmp_path / "export" / "vocab.txt").read_text() == "[PAD]\n[UNK]\n"
+    assert json.loads(Path(paths["tokenizer_config"]).read_text()) == {"do_lower_case": False}
+    folder = find_checkpoint(str(tmp_path / "export"))
+    assert (folder.kind, folder.lower_case) == ("keras", False), folder.lower_case_source
     assert not [p for p in (tmp_path / "export").iterdir() if "partial" in p.name]
 
 
