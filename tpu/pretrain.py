@@ -104,7 +104,7 @@ flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps (default: --
                      "steps).")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warmup, unless "
                    "--num_warmup_steps.")
-flags.DEFINE_float("learning_rate", 2e-3, "Peak learning rate (BERT-base: 1e-4 at batch 256).")
+flags.DEFINE_float("learning_rate", 1.5e-3, "Peak learning rate (BERT-base: 1e-4 at batch 256).")
 flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_TYPES, "AdamW (BERT) or LAMB (large batches).")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step; the update equals one step "
                      "on the whole global batch.")
@@ -283,7 +283,8 @@ def main(argv):
     if data is not None:
         metrics.update(report(loop.model, data, result["evaluations"], chief))
     if chief:
-        metrics["files"] = export_pretrained(loop.model, FLAGS.output_dir, vocab_file)
+        metrics["files"] = export_pretrained(loop.model, FLAGS.output_dir, vocab_file,
+                                             do_lower_case=FLAGS.do_lower_case if data else None)
         path = os.path.join(FLAGS.output_dir, "metrics.json")
         write_text_atomically(path, json.dumps(metrics, indent=2) + "\n")
         logging.info("Wrote %s.", path)
