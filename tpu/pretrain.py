@@ -39,6 +39,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import json  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 
 import keras  # noqa: E402
@@ -364,6 +365,9 @@ def describe_error(error: Exception) -> str:
     if isinstance(error, tf.errors.DataLossError):
         return (f"--input_files: a file is corrupted or truncated past its first record, which was checked "
                 f"before training ({message}).")
+    failed = re.search(r"assertion failed: \[(.*?)\]\n", str(error))
+    if isinstance(error, tf.errors.InvalidArgumentError) and failed:  # the reader's checks, naming the file
+        return "--input_files: " + failed.group(1).replace("\\'", "'")
     if isinstance(error, tf.errors.InvalidArgumentError) and "is not in [0," in message:
         return (f"--input_files hold token ids the model's vocabulary does not have (--vocab_file / "
                 f"--bert_config_file vocab_size): {message}")
