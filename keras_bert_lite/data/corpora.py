@@ -1,4 +1,4 @@
-"""Document sources for pre-training: the built-in stdlib-docs corpus, text files, TFDS datasets.
+"""Document sources for pre-training: the built-in documentation corpus, text files, TFDS datasets.
 
 Every source returns documents as `list[list[str]]`: a list of documents, each a list of
 sentences, the input format of BERT's next-sentence-prediction pair generation.
@@ -8,6 +8,7 @@ Example:
     >>> documents = builtin_documents()
     >>> documents[0][0]
     'Assert statements are a convenient way to insert debugging assertions into a program:'
+    >>> larger = deduplicate_sentences(builtin_documents(packages=DEPENDENCY_PACKAGES))
     >>> documents = read_documents("corpus/*.txt,extra.txt")  # one sentence per line
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -24,33 +26,49 @@ from collections.abc import Iterable, Sequence
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.data.sentences import clean_rest_markup, split_sentences
+from keras_bert_lite.data.sentences import clean_rest_markup, docstring_paragraphs, split_sentences
 
 # Built-in corpus: sentences need at least this many words, documents this many sentences.
 MIN_SENTENCE_WORDS = 3
 MIN_DOCUMENT_SENTENCES = 2
 
-# Standard-library packages left out of the built-in corpus (test suites and demo programs);
-# directories with these names are skipped inside packages too.
-_EXCLUDED_MODULES = frozenset({"test", "tests", "idle_test", "idlelib", "turtledemo", "this"})
+# Import names of the packages keras_bert_lite is installed with (setup.py's install_requires):
+# their docstrings are on every installation, so they extend the built-in corpus without a download.
+DEPENDENCY_PACKAGES = (
+    "absl", "keras", "numpy", "safetensors", "tensorflow", "tensorflow_datasets", "tensorflow_text", "tqdm",
+)
+
+# Folders left out of the built-in corpus (test suites and demo programs), in the standard
+# library and inside packages; files named like tests are left out too.
+_EXCLUDED_MODULES = frozenset(
+    {"test", "tests", "testing", "testdata", "idle_test", "idlelib", "turtledemo", "this"}
+)
 
 _SENTENCE_END = (".", "!", "?", ":")
 
 
-def builtin_documents() -> list[list[str]]:
-    """The Python standard library's own documentation as a corpus (no download needed).
+def builtin_documents(packages: Sequence[str] = ()) -> list[list[str]]:
+    """Python's own documentation, and optionally installed packages' docstrings, as a corpus.
 
     Documents are the `pydoc_data.topics` help topics (sorted by topic name), then one document
     per pure-Python standard-library source file (sorted by module path) made of its module,
-    public class and public function docstrings. Sources are read and parsed with `ast`, never
-    imported, so building the corpus has no side effects. Prose paragraphs are kept (code
-    examples, tables, headings and code-like indented blocks are dropped), inline reST markup
-    is removed, and paragraphs are split with `split_sentences`. Sentences shorter than
-    `MIN_SENTENCE_WORDS` words and documents with fewer than `MIN_DOCUMENT_SENTENCES`
-    sentences are dropped.
+    public class and public function docstrings, then the same for every source file of each of
+    `packages` (in the order given; packages that are not installed are skipped). Sources are
+    read and parsed with `ast`, never imported, so building the corpus has no side effects.
+    Google- and NumPy-style docstring sections become paragraphs of their descriptions
+    (`docstring_paragraphs`); prose paragraphs are kept (code examples, tables, headings and
+    code-like indented blocks are dropped), inline reST markup is removed, and paragraphs are
+    split with `split_sentences`. Sentences shorter than `MIN_SENTENCE_WORDS` words and
+    documents with fewer than `MIN_DOCUMENT_SENTENCES` sentences are dropped.
 
-    The result is deterministic for a given Python installation (CPython 3.11: about 470
-    documents, 15,000 sentences, 215,000 words).
+    The result is deterministic for a given installation. Packages repeat sentences (shared
+    argument descriptions, docstrings copied between modules): pass the result through
+    `deduplicate_sentences` before training on it.
+
+    Args:
+        packages: import names of installed packages to add, e.g. `DEPENDENCY_PACKAGES`
+            (CPython 3.11 alone: about 470 documents and 220,000 words; with the dependencies of
+            TensorFlow 2.21 and Keras 3.15, about 1,000,000 words once deduplicated).
 
     Returns:
         A new list of documents, each a non-empty list of sentences (str).
@@ -58,11 +76,41 @@ def builtin_documents() -> list[list[str]]:
     Raises:
         RuntimeError: the installation ships neither `pydoc_data` nor the library's sources.
     """
-    return [list(document) for document in _builtin_documents()]
+    return [list(document) for document in _builtin_documents(tuple(packages))]
 
 
-@functools.lru_cache(maxsize=1)
-def _builtin_documents() -> tuple[tuple[str, ...], ...]:
+def deduplicate_sentences(
+    documents: Sequence[Sequence[str]], min_sentences: int = MIN_DOCUMENT_SENTENCES
+) -> list[list[str]]:
+    """Keeps only the first occurrence of every sentence, comparing them lower-cased.
+
+    Repeated sentences (boilerplate argument descriptions, docstrings copied between packages)
+    would be memorised rather than learned, and would leak between training and held-out
+    documents. Documents left with fewer than `min_sentences` sentences are dropped.
+
+    Args:
+        documents: documents, each a list of sentences (str), in priority order.
+        min_sentences: documents with fewer remaining sentences are dropped.
+
+    Returns:
+        A new list of documents, each a list of sentences (str), order kept.
+    """
+    seen: set[str] = set()
+    kept_documents = []
+    for document in documents:
+        kept = []
+        for sentence in document:
+            key = " ".join(sentence.lower().split())
+            if key not in seen:
+                seen.add(key)
+                kept.append(sentence)
+        if len(kept) >= min_sentences:
+            kept_documents.append(kept)
+    return kept_documents
+
+
+@functools.lru_cache(maxsize=2)
+def _builtin_documents(packages: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     try:
         from pydoc_data import topics
     except ImportError:  # some minimal Python builds leave it out
@@ -70,7 +118,10 @@ def _builtin_documents() -> tuple[tuple[str, ...], ...]:
     else:
         help_topics = topics.topics
     texts = [[help_topics[name]] for name in sorted(help_topics)]
-    texts += [_source_docstrings(path) for path in _stdlib_source_files()]
+    paths = _stdlib_source_files()
+    for package in packages:
+        paths += _package_source_files(package)
+    texts += [_source_docstrings(path) for path in paths]
     documents = []
     for blocks in texts:
         sentences = tuple(s for block in blocks for s in _prose_sentences(block))
@@ -96,16 +147,38 @@ def _stdlib_source_files() -> list[str]:
         if os.path.isfile(module_file):
             paths.append(module_file)
         elif os.path.isfile(os.path.join(package_dir, "__init__.py")):
-            for directory, subdirs, files in os.walk(package_dir):
-                subdirs[:] = sorted(
-                    d for d in subdirs if d not in _EXCLUDED_MODULES and not d.startswith("_")
-                )
-                paths += [os.path.join(directory, f) for f in sorted(files) if f.endswith(".py")]
+            paths += _python_files(package_dir, skip_private=True)
+    return paths
+
+
+def _package_source_files(name: str) -> list[str]:
+    """Paths of an installed package's Python sources (found without importing it), sorted."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        logging.info("Package %s is not installed; the built-in corpus goes without it.", name)
+        return []
+    # Private folders stay: NumPy, for one, documents its public functions in numpy/_core.
+    return _python_files(sorted(spec.submodule_search_locations)[0], skip_private=False)
+
+
+def _python_files(directory: str, skip_private: bool) -> list[str]:
+    """The .py files under `directory` in sorted order, without test folders and test files."""
+    paths = []
+    for folder, subdirs, files in os.walk(directory):
+        subdirs[:] = sorted(
+            d for d in subdirs
+            if d not in _EXCLUDED_MODULES and not d.startswith(("_", ".") if skip_private else ".")
+        )
+        paths += [
+            os.path.join(folder, f) for f in sorted(files)
+            if f.endswith(".py") and not f.startswith("test_") and not f.endswith(("_test.py", "conftest.py"))
+        ]
     return paths
 
 
 def _source_docstrings(path: str) -> list[str]:
-    """Module, public class and public function docstrings of one source file, in source order."""
+    """Module, public class and public function docstrings of one source file, in source order,
+    with their sections turned into paragraphs."""
     try:
         with tokenize.open(path) as f:
             tree = ast.parse(f.read(), filename=path)
@@ -116,7 +189,7 @@ def _source_docstrings(path: str) -> list[str]:
     def visit(node: ast.AST) -> None:
         docstring = ast.get_docstring(node)
         if docstring:
-            docstrings.append(docstring)
+            docstrings.append(docstring_paragraphs(docstring))
         for child in node.body:
             if isinstance(
                 child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)

@@ -1,4 +1,4 @@
-"""Plain-text helpers for building corpora: reST markup removal and sentence splitting.
+"""Plain-text helpers for building corpora: docstring sections, reST markup, sentence splitting.
 
 The sentence splitter is deliberately simple and predictable: a sentence ends at ".", "!" or
 "?" (optionally followed by closing quotes or brackets) when whitespace and then an upper-case
@@ -11,6 +11,8 @@ Example:
     ['BERT reads text, e.g. books.', 'It learns!', 'Does it?', 'Yes.']
     >>> clean_rest_markup("Use :func:`len` on ``x``, see `docs <https://x.org>`_.")
     'Use len on x, see docs.'
+    >>> docstring_paragraphs("Adds.\n\nArgs:\n    x: The first term.\n    y: The second.")
+    'Adds.\n\n\n\n    The first term.\n\n    The second.'
 """
 
 from __future__ import annotations
@@ -27,6 +29,19 @@ ABBREVIATIONS = frozenset(
 _BOUNDARY = re.compile(r"([.!?][\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")
 _LAST_WORD = re.compile(r"(\S+)$")
 
+# Google- and NumPy-style docstring sections: headers ("Args:", "Returns", "Parameters" over a
+# "----------" rule), NumPy parameter lines ("axis : int, optional") and the "name (type): "
+# prefix of a Google-style entry, whose description is kept.
+_SECTION_HEADER = re.compile(
+    r"(?:args|arguments|parameters|other parameters|keyword args|keyword arguments|kwargs|returns?|"
+    r"yields?|raises|attributes|properties|examples?|notes?|warnings?|see also|references|"
+    r"call arguments|call args|input shape|output shape)\s*:?",
+    re.IGNORECASE,
+)
+_RULE = re.compile(r"[-=~^]{3,}")
+_NUMPY_PARAMETER = re.compile(r"\**[\w.]+(?:\s*,\s*\**[\w.]+)*\s+:\s+\S.*")
+_GOOGLE_ENTRY = re.compile(r"(\s*)\**[\w.]+(?:\s*\([^)]*\))?:\s+(?=\S)")
+
 # Inline reST / Sphinx markup, applied in order.
 _REST_SUBSTITUTIONS = (
     (re.compile(r"``(.+?)``"), r"\1"),  # ``literal``
@@ -40,6 +55,34 @@ _REST_SUBSTITUTIONS = (
     (re.compile(r"::(\s|$)"), r":\1"),  # "text::" introducing a literal block
     (re.compile(r"\s+"), " "),
 )
+
+
+def docstring_paragraphs(text: str) -> str:
+    """Turns the sections of a Google- or NumPy-style docstring into plain paragraphs.
+
+    Section headers, their underlines and NumPy parameter-type lines become paragraph breaks;
+    each Google-style entry ("name: text", "name (type): text") becomes a paragraph of its
+    description, at the entry's indentation. Other lines are kept as they are, so prose,
+    code examples and tables can still be told apart afterwards.
+
+    Args:
+        text: a docstring, already dedented (as `inspect.cleandoc` or `ast.get_docstring` give).
+
+    Returns:
+        The text with blank lines between the paragraphs (str).
+    """
+    lines = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if any(pattern.fullmatch(stripped) for pattern in (_SECTION_HEADER, _RULE, _NUMPY_PARAMETER)):
+            lines.append("")
+            continue
+        entry = _GOOGLE_ENTRY.match(line)
+        if entry:
+            lines += ["", entry.group(1) + line[entry.end():]]
+        else:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def clean_rest_markup(text: str) -> str:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -26,7 +27,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from keras_bert_lite.atomic import atomic_write, copy_atomically, write_text_atomically
 from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.models.checkpoint_folder import TOKENIZER_CONFIG_NAME
 
 _CHECKPOINT_NAME = "ckpt"
 # What reading a truncated or missing checkpoint file raises (IndexError: "Read less bytes than requested").
@@ -213,16 +216,29 @@ def restore_model_weights(model: BertPretrainer, path: str) -> str:
     return "google"
 
 
-def export_pretrained(model: BertPretrainer, output_dir: str, vocab_file: str | None = None) -> dict[str, str]:
+def export_pretrained(
+    model: BertPretrainer, output_dir: str, vocab_file: str | None = None, do_lower_case: bool | None = None,
+) -> dict[str, str]:
     """Saves the trained model for fine-tuning, each file written atomically.
 
     Writes `pretrainer.keras` (encoder and heads), `encoder.keras` (the encoder alone),
-    `bert_config.json` and, when given, a copy of `vocab_file` as `vocab.txt`. The models are
-    saved as float32 copies, whatever the training precision and strategy. Call it outside
-    `strategy.scope()`, on the chief only.
+    `bert_config.json` and, when given, a copy of `vocab_file` as `vocab.txt` and a
+    `tokenizer_config.json` holding `{"do_lower_case": ...}`, each through
+    `keras_bert_lite.atomic`. The casing is written down, as Hugging Face folders carry it,
+    because `from_checkpoint` otherwise infers it from the vocabulary's tokens, which a small
+    vocabulary learned from cased text may not reveal. The models are saved as float32 copies,
+    whatever the training precision and strategy. Call it outside `strategy.scope()`, on the
+    chief only.
+
+    Args:
+        model: the trained pre-training model.
+        output_dir: folder to write into (local or any `tf.io.gfile` filesystem); created if needed.
+        vocab_file: the WordPiece vocabulary the model was trained with, copied as `vocab.txt`.
+        do_lower_case: whether the training text was lower-cased (uncased vocabulary); None
+            writes no `tokenizer_config.json` (the casing is then read from the vocabulary).
 
     Returns:
-        Name ("pretrainer", "encoder", "bert_config", "vocab") -> written path.
+        Name ("pretrainer", "encoder", "bert_config", "vocab", "tokenizer_config") -> written path.
     """
     tf.io.gfile.makedirs(output_dir)
     policy = keras.config.dtype_policy()
@@ -237,23 +253,17 @@ def export_pretrained(model: BertPretrainer, output_dir: str, vocab_file: str | 
         "encoder": os.path.join(output_dir, "encoder.keras"),
         "bert_config": os.path.join(output_dir, "bert_config.json"),
     }
-    _atomic_save(copy, paths["pretrainer"])
-    _atomic_save(copy.encoder, paths["encoder"])
-    temporary = paths["bert_config"] + ".partial"
-    copy.encoder.config.to_json_file(temporary)
-    tf.io.gfile.rename(temporary, paths["bert_config"], overwrite=True)
+    for name, saved in (("pretrainer", copy), ("encoder", copy.encoder)):
+        # Keras saves only to names ending in ".keras": the temporary keeps that suffix.
+        with atomic_write(paths[name][: -len(".keras")], suffixes=(".keras",)) as (prefix,):
+            saved.save(prefix + ".keras")
+    with atomic_write(paths["bert_config"]) as (temporary,):
+        copy.encoder.config.to_json_file(temporary)
     if vocab_file:
-        paths["vocab"] = os.path.join(output_dir, "vocab.txt")
-        if os.path.abspath(vocab_file) != os.path.abspath(paths["vocab"]):
-            tf.io.gfile.copy(vocab_file, paths["vocab"] + ".partial", overwrite=True)
-            tf.io.gfile.rename(paths["vocab"] + ".partial", paths["vocab"], overwrite=True)
+        paths["vocab"] = copy_atomically(vocab_file, os.path.join(output_dir, "vocab.txt"))
+    if do_lower_case is not None:
+        paths["tokenizer_config"] = write_text_atomically(
+            os.path.join(output_dir, TOKENIZER_CONFIG_NAME), json.dumps({"do_lower_case": do_lower_case}) + "\n")
     logging.info("Exported %s.", ", ".join(sorted(paths.values())))
     return paths
-
-
-def _atomic_save(model: keras.Model, path: str) -> None:
-    directory, name = os.path.split(path)
-    temporary = os.path.join(directory, f".partial-{name}")
-    model.save(temporary)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
 

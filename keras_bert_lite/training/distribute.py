@@ -1,9 +1,10 @@
-"""A `tf.distribute` strategy from a flag: tpu, multi_worker, mirrored, one_device or default.
+"""A `tf.distribute` strategy from a flag, and the precision and XLA settings that suit its devices.
 
 Example:
 
     >>> strategy = get_strategy("mirrored")          # all local GPUs (or the CPU)
     >>> strategy = get_strategy("tpu", tpu_address="local")   # on a Cloud TPU VM
+    >>> keras.config.set_dtype_policy(precision_policy("auto", strategy))
     >>> with strategy.scope():
     ...     pretrainer = BertPretrainer(BertEncoder(config))
 """
@@ -20,6 +21,8 @@ import tensorflow as tf
 from absl import logging
 
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+JIT_SETTINGS = ("auto", "true", "false")
 
 # Seconds to wait for a TCP connection to a remote TPU worker before giving up.
 TPU_CONNECT_TIMEOUT = 10.0
@@ -78,6 +81,37 @@ def get_strategy(
     strategy = tf.distribute.MirroredStrategy(devices=list(devices) if devices else gpus or None)
     logging.info("MirroredStrategy over %s.", strategy.extended.worker_devices)
     return strategy
+
+
+def precision_policy(setting: str, strategy: tf.distribute.Strategy) -> str:
+    """The Keras dtype policy for `setting`, resolving "auto" from the strategy's devices.
+
+    Args:
+        setting: one of `PRECISIONS`; "auto" is mixed_bfloat16 on TPUs (their native type),
+            mixed_float16 on GPUs (with loss scaling) and float32 on CPUs, where half precision
+            is not faster.
+        strategy: the strategy the model is built under.
+
+    Returns:
+        "float32", "mixed_float16" or "mixed_bfloat16".
+    """
+    if setting not in PRECISIONS:
+        raise ValueError(f"Unknown precision {setting!r}; expected one of {PRECISIONS}.")
+    if setting != "auto":
+        return setting
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return "mixed_bfloat16"
+    return "mixed_float16" if tf.config.list_logical_devices("GPU") else "float32"
+
+
+def use_jit_compile(setting: str) -> bool:
+    """Whether to XLA-compile the training step for `setting` ("auto": on GPUs only).
+
+    TPUs always compile; on CPUs XLA measured no faster for BERT (benchmarks/pretraining.py).
+    """
+    if setting not in JIT_SETTINGS:
+        raise ValueError(f"Unknown jit_compile setting {setting!r}; expected one of {JIT_SETTINGS}.")
+    return setting == "true" or (setting == "auto" and bool(tf.config.list_logical_devices("GPU")))
 
 
 def _multi_worker_strategy(all_reduce: str) -> tf.distribute.Strategy:

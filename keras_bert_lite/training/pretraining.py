@@ -1,4 +1,4 @@
-"""The pre-training driver: resume, train in loops, summaries, progress, checkpoints, NaN guard.
+"""The pre-training driver: resume, train in loops, summaries, progress, checkpoints, NaN guard, evaluation.
 
 Example:
 
@@ -30,6 +30,7 @@ from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoo
 
 CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
+EVAL_SUMMARY_SUBDIR = os.path.join("summaries", "eval")
 _PROGRESS_STATS = ("loss", "mlm_accuracy", "nsp_accuracy")
 # TensorBoard's scalar-plugin metadata, so scalars are written without the tensorboard package.
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -46,6 +47,8 @@ def run_pretraining(
     save_checkpoints_steps: int = 1000,
     keep_checkpoint_max: int = 5,
     progress: bool = True,
+    evaluate_fn: Callable[[int], dict[str, float]] | None = None,
+    eval_every_steps: int = 0,
 ) -> dict:
     """Trains `loop.model` to `num_train_steps`, resuming from `model_dir` if it has checkpoints.
 
@@ -53,8 +56,11 @@ def run_pretraining(
     NaN/Inf, writes TensorBoard scalars (`loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,
     `nsp_accuracy`, `learning_rate`, `gradient_norm` per step, `examples_per_second` per loop)
     and advances the progress bar (step, loss, accuracies, examples/s, time remaining). A
-    checkpoint is written every `save_checkpoints_steps` steps and at the end; loops are cut
-    to land on those steps.
+    checkpoint is written every `save_checkpoints_steps` steps and at the end; with
+    `evaluate_fn`, the model is evaluated every `eval_every_steps` steps and at the end, and
+    the evaluation's scalars go to `summaries/eval` (next to `summaries/train`, so TensorBoard
+    draws held-out and training curves of the same name in one chart). Loops are cut to land on
+    those steps.
 
     Args:
         loop: the `PretrainingLoop` (model, optimizer and strategy).
@@ -69,12 +75,17 @@ def run_pretraining(
         save_checkpoints_steps: checkpoint interval in steps.
         keep_checkpoint_max: newest checkpoints kept.
         progress: show the progress bar (chief only).
+        evaluate_fn: `evaluate_fn(step)` evaluates `loop.model` and returns name -> number
+            (e.g. held-out `PretrainingLoop.evaluate` results); called on every worker.
+        eval_every_steps: evaluation interval in steps (0: only after the last step).
 
     Returns:
         A dict: `step` (final), `resumed_from` (0 for a fresh start), `checkpoint` (last path),
         `seconds` (training wall time), `examples_per_second` (over the loops after the first,
-        which includes tracing; over all loops if there was one) and the last loop's mean
-        `STAT_NAMES`.
+        which includes tracing; over all loops if there was one), `learning_rate` (of the last
+        step) and the other `STAT_NAMES` averaged over the last loop; with `evaluate_fn`,
+        `evaluations`: one dict per evaluation of this run, `step`, `train_seconds` (training
+        wall time of this run so far) and the evaluation's results.
 
     Raises:
         NonFiniteLossError: a loss (or gradient) became NaN/Inf; names the step and the last good
@@ -86,6 +97,9 @@ def run_pretraining(
                         ("keep_checkpoint_max", keep_checkpoint_max)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}.")
+    if eval_every_steps < 0:
+        raise ValueError(f"eval_every_steps must be >= 0, got {eval_every_steps}.")
+    eval_every_steps = eval_every_steps or num_train_steps
     strategy = loop.strategy
     chief = strategy.extended.should_checkpoint
     iterator = iter(loop.distribute(lambda context: dataset_fn(context, 0)))
@@ -96,19 +110,20 @@ def run_pretraining(
     start = checkpoints.restore()
     if start and not checkpoints.saves_iterator:
         iterator = iter(loop.distribute(lambda context: dataset_fn(context, start)))
-    writer = (
-        tf.summary.create_file_writer(os.path.join(model_dir, SUMMARY_SUBDIR))
-        if chief else tf.summary.create_noop_writer()
+    writer, eval_writer = (
+        tf.summary.create_file_writer(os.path.join(model_dir, subdir)) if chief and wanted
+        else tf.summary.create_noop_writer()
+        for subdir, wanted in ((SUMMARY_SUBDIR, True), (EVAL_SUMMARY_SUBDIR, evaluate_fn is not None))
     )
     bar = keras.utils.Progbar(num_train_steps, stateful_metrics=("examples/s",) + _PROGRESS_STATS) \
         if progress and chief else None
     if bar is not None:
         bar.update(start)
-    step, last_checkpoint, durations, stats = start, checkpoints.latest, [], {}
+    step, last_checkpoint, durations, stats, evaluations = start, checkpoints.latest, [], {}, []
     check_gradients = not loop.loss_scaling
     while step < num_train_steps:
-        next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
-        num_steps = min(steps_per_loop, next_save - step, num_train_steps - step)
+        num_steps = min(steps_per_loop, num_train_steps - step,
+                        *(every - step % every for every in (save_checkpoints_steps, eval_every_steps)))
         began = time.perf_counter()
         history = loop.train(iterator, num_steps)
         durations.append((time.perf_counter() - began, num_steps))
@@ -117,6 +132,7 @@ def run_pretraining(
         _write_summaries(writer, history, step + 1, examples_per_second)
         step += num_steps
         stats = {name: float(np.mean(history[name])) for name in STAT_NAMES}
+        stats["learning_rate"] = float(history["learning_rate"][-1])
         if bar is not None:
             bar.update(step, [(name, stats[name]) for name in _PROGRESS_STATS]
                        + [("examples/s", examples_per_second)])
@@ -128,20 +144,36 @@ def run_pretraining(
                 step, num_train_steps, stats["loss"], stats["mlm_accuracy"], stats["nsp_accuracy"],
                 examples_per_second,
             )
+        if evaluate_fn is not None and (step % eval_every_steps == 0 or step == num_train_steps):
+            results = evaluate_fn(step)
+            _write_scalars(eval_writer, results, step)
+            evaluations.append(dict(step=step, train_seconds=sum(d for d, _ in durations), **results))
+            logging.info("step %d: evaluation %s.", step, results)
     writer.flush()
+    eval_writer.flush()
     steady = durations[1:] or durations
     seconds = sum(d for d, _ in durations)
     rate = loop.global_batch_size * sum(n for _, n in steady) / sum(d for d, _ in steady) if steady else 0.0
-    return dict(step=step, resumed_from=start, checkpoint=last_checkpoint, seconds=seconds,
-                examples_per_second=rate, **stats)
+    result = dict(step=step, resumed_from=start, checkpoint=last_checkpoint, seconds=seconds,
+                  examples_per_second=rate, **stats)
+    if evaluate_fn is not None:
+        result["evaluations"] = evaluations
+    return result
+
+
+def _write_scalars(writer, scalars: dict[str, float], step: int) -> None:
+    with writer.as_default():
+        for name, value in scalars.items():
+            _scalar(name, value, step)
+
+
+def _scalar(name: str, value: float, step: int) -> None:
+    tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
 
 
 def _write_summaries(writer, history: dict[str, np.ndarray], first_step: int, examples_per_second: float) -> None:
-    def scalar(name, value, step):
-        tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
-
     with writer.as_default():
         for i in range(len(history["loss"])):
             for name in STAT_NAMES:
-                scalar(name, history[name][i], first_step + i)
-        scalar("examples_per_second", examples_per_second, first_step + len(history["loss"]) - 1)
+                _scalar(name, history[name][i], first_step + i)
+        _scalar("examples_per_second", examples_per_second, first_step + len(history["loss"]) - 1)

@@ -37,11 +37,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.models.losses import STATISTIC_NAMES, pretraining_statistics
+from keras_bert_lite.models.losses import MLM_EPSILON, STATISTIC_NAMES, pretraining_statistics
 
-# Per-step statistics returned by `PretrainingLoop.train` (the evaluation returns the first five).
+# Per-step statistics returned by `PretrainingLoop.train`.
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")
-_EVAL_STATS = 5
+_EVAL_STATS = 5  # the losses and accuracies: the first five STAT_NAMES
+# Statistics returned by `PretrainingLoop.evaluate`.
+EVAL_NAMES = STAT_NAMES[:_EVAL_STATS] + ("mlm_top5_accuracy",)
 
 
 def global_batch_shares(labels: dict, outputs: dict, mlm_weight_total, num_examples_total) -> tf.Tensor:
@@ -155,9 +157,15 @@ class PretrainingLoop:
         return {name: history[:, i] for i, name in enumerate(STAT_NAMES)}
 
     def evaluate(self, iterator, num_steps: int) -> dict[str, float]:
-        """Mean loss, MLM/NSP losses and accuracies over `num_steps` global batches (no dropout)."""
+        """Losses and accuracies over `num_steps` global batches, without dropout.
+
+        Returns:
+            `EVAL_NAMES` -> mean over the batches: the losses and accuracies of `STAT_NAMES`,
+            and `mlm_top5_accuracy`, the share of masked tokens whose label is among the
+            model's five most likely tokens.
+        """
         history = self._eval_fn(iterator, tf.constant(num_steps, tf.int32)).numpy()
-        return {name: float(history[:, i].mean()) for i, name in enumerate(STAT_NAMES[:_EVAL_STATS])}
+        return {name: float(history[:, i].mean()) for i, name in enumerate(EVAL_NAMES)}
 
     def _train_steps(self, iterator, num_steps):
         history = tf.TensorArray(tf.float32, size=num_steps)
@@ -248,4 +256,14 @@ class PretrainingLoop:
     def _replica_eval_step(self, features, labels):
         mlm_weight_total, num_examples_total = self._global_totals(labels)
         outputs = self.model(features, training=False)
-        return global_batch_shares(labels, outputs, mlm_weight_total, num_examples_total)
+        shares = global_batch_shares(labels, outputs, mlm_weight_total, num_examples_total)
+        logits = tf.cast(outputs["mlm_logits"], tf.float32)
+        in_top5 = tf.math.in_top_k(
+            tf.reshape(tf.cast(labels["masked_lm_ids"], tf.int32), [-1]),
+            tf.reshape(logits, [-1, tf.shape(logits)[-1]]),
+            k=5,
+        )
+        weights = tf.reshape(tf.cast(labels["masked_lm_weights"], tf.float32), [-1])
+        top5_hits = tf.reduce_sum(weights * tf.cast(in_top5, tf.float32))
+        top5_share = top5_hits / tf.maximum(mlm_weight_total, MLM_EPSILON)
+        return tf.concat([shares, top5_share[tf.newaxis]], 0)

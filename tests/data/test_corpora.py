@@ -1,6 +1,7 @@
 """Document sources: the built-in stdlib-docs corpus, Google-format text files, TFDS datasets."""
 
 import re
+import sys
 
 import pytest
 
@@ -104,3 +105,43 @@ def test_tfds_documents_from_a_local_dataset(tmp_path, documents):
     assert sorted(result) == sorted(expected)
     with pytest.raises(KeyError, match="no feature 'text'"):
         tfds_documents("tiny_stdlib_docs", data_dir=str(tmp_path), download=False)
+
+
+def test_package_docstrings_join_the_corpus_without_importing(tmp_path, monkeypatch, documents):
+    package = tmp_path / "docpkg"
+    (package / "_core").mkdir(parents=True)
+    (package / "tests").mkdir()
+    (package / "__init__.py").write_text(
+        '"""Tools that count the apples in a basket.\n\nThe basket is read once. Each apple counts once.\n"""\n'
+        "raise RuntimeError('imported')\n"
+    )
+    (package / "_core" / "impl.py").write_text(
+        'def count(basket):\n    """Counts the apples in a basket.\n\n    Args:\n'
+        '        basket: The basket whose apples are counted.\n\n    Returns:\n'
+        '        The number of apples in the basket.\n    """\n'
+    )
+    (package / "tests" / "test_impl.py").write_text('"""Tests the counting of apples here.\n\nMore tests of it."""\n')
+    (package / "impl_test.py").write_text('"""Tests the counting of apples there.\n\nMore tests of it."""\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with_package = builtin_documents(packages=("docpkg", "no_such_package_here"))
+    assert "docpkg" not in sys.modules
+    assert with_package[: len(documents)] == documents
+    assert with_package[len(documents):] == [
+        ["Tools that count the apples in a basket.", "The basket is read once.", "Each apple counts once."],
+        # Google-style sections become their descriptions; test folders and files are left out.
+        ["Counts the apples in a basket.", "The basket whose apples are counted.",
+         "The number of apples in the basket."],
+    ]
+
+
+def test_deduplicate_sentences_keeps_first_occurrences():
+    documents = [
+        ["One sentence here.", "Two sentences here."],
+        ["ONE   sentence here.", "Three sentences here.", "Four sentences here."],
+        ["two sentences here.", "Five sentences here."],
+    ]
+    assert corpora.deduplicate_sentences(documents) == [
+        ["One sentence here.", "Two sentences here."],
+        ["Three sentences here.", "Four sentences here."],
+    ]
+    assert corpora.deduplicate_sentences(documents, min_sentences=1)[2] == ["Five sentences here."]

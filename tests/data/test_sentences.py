@@ -1,11 +1,17 @@
 """Sentence splitting and reST clean-up, checked as properties over the real stdlib docs."""
 
+import pathlib
 import re
 from pydoc_data import topics
 
 import pytest
 
-from keras_bert_lite.data.sentences import ABBREVIATIONS, clean_rest_markup, split_sentences
+from keras_bert_lite.data.sentences import (
+    ABBREVIATIONS,
+    clean_rest_markup,
+    docstring_paragraphs,
+    split_sentences,
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +62,20 @@ def test_markup_removed_from_real_docstrings():
         # Markup removal only deletes characters: the words survive in order.
         words = re.findall(r"[A-Za-z]{4,}", docstring)
         assert re.findall(r"[A-Za-z]{4,}", cleaned) == words
+
+
+def test_docstring_sections_become_paragraphs_of_descriptions():
+    import ast
+
+    import numpy
+
+    source = pathlib.Path(numpy.__file__).parent / "_core" / "fromnumeric.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    numpy_style = next(ast.get_docstring(n) for n in tree.body if getattr(n, "name", None) == "sum")
+    paragraphs = [" ".join(p.split()) for p in docstring_paragraphs(numpy_style).split("\n\n") if p.strip()]
+    assert "Elements to sum." in paragraphs  # the description of "a : array_like"
+    assert not [p for p in paragraphs if re.match(r"(a|axis) : ", p) or set(p) <= set("-")]
+    assert not [p for p in paragraphs if p in ("Parameters", "Returns", "See Also", "Examples")]
+    google_style = "Adds.\n\nArgs:\n    x: The first term.\n    y (int): The second\n        term.\n\nReturns:\n    The sum."
+    assert [" ".join(p.split()) for p in docstring_paragraphs(google_style).split("\n\n") if p.strip()] == [
+        "Adds.", "The first term.", "The second term.", "The sum."]

@@ -7,7 +7,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.training.distribute import STRATEGIES, get_strategy
+from keras_bert_lite.training.distribute import STRATEGIES, get_strategy, precision_policy, use_jit_compile
 
 
 def _closed_port() -> int:
@@ -63,3 +63,14 @@ def test_local_strategies():
     with pytest.raises(ValueError, match="num_gpus=64"):
         get_strategy("mirrored", num_gpus=64)
     assert set(STRATEGIES) == {"default", "one_device", "mirrored", "multi_worker", "tpu"}
+
+
+def test_precision_and_xla_settings_resolve_from_the_devices():
+    default = tf.distribute.get_strategy()
+    assert precision_policy("auto", default) == "float32"  # this machine has no GPU or TPU
+    assert precision_policy("mixed_bfloat16", default) == "mixed_bfloat16"
+    assert use_jit_compile("auto") is False and use_jit_compile("true") is True
+    with pytest.raises(ValueError, match="Unknown precision 'half'"):
+        precision_policy("half", default)
+    with pytest.raises(ValueError, match="Unknown jit_compile setting 'yes'"):
+        use_jit_compile("yes")

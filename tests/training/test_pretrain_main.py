@@ -1,4 +1,5 @@
-"""tpu/pretrain.py's main job, shortened by flags: killed with SIGKILL mid-way, resumed, and learning."""
+"""tpu/pretrain.py: the main job, shortened by flags (with dynamic masking), killed with SIGKILL mid-way,
+resumed and learning; flag checks; bad input as one error line."""
 
 import json
 import os
@@ -13,16 +14,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_lite.data.corpora import builtin_documents
+from keras_bert_lite.data.pretraining_writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
+from keras_bert_lite.training import demo_data
 from keras_bert_lite.training.optimization import WarmupLinearDecay
 
 SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
 STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY = 200, 20, 1e-3, 50
 FLAGS = [
-    "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
+    "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
     "--train_batch_size=32", f"--num_train_steps={STEPS}", f"--num_warmup_steps={WARMUP}",
     f"--learning_rate={LEARNING_RATE}", "--steps_per_loop=25", f"--save_checkpoints_steps={SAVE_EVERY}",
-    "--num_examples_to_show=2",
+    "--num_examples_to_show=2", "--dynamic_masking",
 ]
 KILL_AFTER = 2 * SAVE_EVERY
 TIMEOUT = 400
@@ -90,27 +94,106 @@ def test_killed_run_resumes_to_the_same_final_step(killed_and_resumed):
 def test_main_job_learns_and_writes_everything(killed_and_resumed):
     output, _, stdout = killed_and_resumed
     metrics = json.loads((output / "metrics.json").read_text())
-    heldout, baseline = metrics["heldout"]["mlm_accuracy"], metrics["baseline"]["mlm_accuracy"]
-    assert heldout > 1.5 * baseline and heldout > baseline + 0.02, (heldout, baseline)
-    assert "most-frequent-token baseline" in stdout and "top-5" in stdout
+    heldout, baseline = metrics["heldout"], metrics["baseline"]
+    # 200 short steps: well above the baselines, far from the full main job's accuracy.
+    assert heldout["mlm_accuracy"] > 1.5 * baseline["mlm_accuracy"] and heldout["mlm_accuracy"] > baseline[
+        "mlm_accuracy"] + 0.02, (heldout, baseline)
+    assert heldout["mlm_top5_accuracy"] > baseline["mlm_top5_accuracy"] + 0.02, (heldout, baseline)
+    assert "(the most frequent training token)" in stdout and "MLM accuracy (top-5)" in stdout
+    assert demo_data.SHOWN_RULE in stdout
     assert len(metrics["masked_examples"]) == 2
+    # Held-out scalars are in TensorBoard at the last step; metrics.json has the last step's learning rate.
+    evaluated = {}
+    for events in (output / "summaries" / "eval").glob("events.out.tfevents.*"):  # one per run
+        evaluated.update(_scalars(events, "mlm_top5_accuracy"))
+    assert evaluated == {STEPS: pytest.approx(heldout["mlm_top5_accuracy"])}
+    assert metrics["train"]["learning_rate"] == pytest.approx(
+        float(WarmupLinearDecay(LEARNING_RATE, STEPS, WARMUP)(STEPS - 1)), rel=1e-5)
     assert all(len(example["predictions"]) == 5 for example in metrics["masked_examples"])
     vocab = (output / "vocab.txt").read_text().split("\n")
     config = json.loads((output / "bert_config.json").read_text())
     assert config["vocab_size"] == len([t for t in vocab if t]) and config["hidden_size"] == 128
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.0
     encoder = keras.saving.load_model(output / "encoder.keras")
     assert isinstance(encoder, BertEncoder) and encoder.config.vocab_size == config["vocab_size"]
+    assert json.loads((output / "tokenizer_config.json").read_text()) == {"do_lower_case": True}
     for name in ("pretrainer.keras", "data/manifest.json", "data/heldout.tfrecord"):
         assert (output / name).exists(), name
 
 
-def test_bad_input_is_one_clear_error(tmp_path):
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), f"--input_files={tmp_path}/missing-*.tfrecord",
-         f"--vocab_file={tmp_path}/vocab.txt", f"--output_dir={tmp_path}/out"],
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True, timeout=120,
-    )
-    assert run.returncode == 1
-    errors = [line for line in run.stderr.splitlines() if line.startswith("pretrain.py: error:")]
-    assert errors == [f"pretrain.py: error: Input pattern '{tmp_path}/missing-*.tfrecord' matches no file."]
-    assert "Traceback" not in run.stderr
+def _run(*flags, timeout=180):
+    return subprocess.run([sys.executable, str(SCRIPT), *flags], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _one_error(run) -> str:
+    """The run's single error line (asserting it failed with exactly one and no traceback)."""
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("pretrain.py: error:")]
+    return error
+
+
+@pytest.fixture(scope="module")
+def user_data(tmp_path_factory, real_vocab_file):
+    """TFRecords of 30 stdlib documents at --max_seq_length=32, with the real 30,522-token vocab."""
+    directory = tmp_path_factory.mktemp("user_data")
+    create_pretraining_data(builtin_documents()[:30], real_vocab_file, [str(directory / "train.tfrecord")],
+                            max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1, seed=3)
+    return directory
+
+
+def test_bad_input_is_one_clear_error(tmp_path, user_data, real_vocab_file):
+    error = _one_error(_run(f"--input_files={tmp_path}/missing-*.tfrecord", f"--vocab_file={tmp_path}/vocab.txt",
+                            f"--output_dir={tmp_path}/out"))
+    assert error == f"pretrain.py: error: Input pattern '{tmp_path}/missing-*.tfrecord' matches no file."
+    data = f"--input_files={user_data}/train.tfrecord"
+    error = _one_error(_run(data, f"--vocab_file={real_vocab_file}", "--max_seq_length=64",
+                            f"--output_dir={tmp_path}/out"))
+    assert f"{user_data}/train.tfrecord, record 1: feature input_ids has 32 values, expected 64" in error
+    assert "--max_seq_length=64" in error
+    small_vocab = tmp_path / "small_vocab.txt"
+    small_vocab.write_text("".join(pathlib.Path(real_vocab_file).read_text().splitlines(keepends=True)[:1000]))
+    error = _one_error(_run(data, f"--vocab_file={small_vocab}", "--max_seq_length=32",
+                            "--max_predictions_per_seq=5", f"--output_dir={tmp_path}/out"))
+    assert f"{user_data}/train.tfrecord, record 1: feature input_ids has value" in error and "1000" in error
+    assert not (tmp_path / "out" / "checkpoints").exists()  # all found before training
+
+
+@pytest.mark.slow
+def test_corrupted_data_mid_file_is_one_clear_error(tmp_path, user_data, real_vocab_file):
+    data = (user_data / "train.tfrecord").read_bytes()
+    (tmp_path / "cut.tfrecord").write_bytes(data[: len(data) * 2 // 3])  # the first records stay intact
+    error = _one_error(_run(f"--input_files={tmp_path}/cut.tfrecord", f"--vocab_file={real_vocab_file}",
+                            "--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=4",
+                            "--num_train_steps=2", "--steps_per_loop=1", f"--output_dir={tmp_path}/out"))
+    assert error.startswith(f"pretrain.py: error: --input_files: {tmp_path}/cut.tfrecord, record "), error
+    assert "truncated or corrupted" in error, error
+
+
+def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path, jobs):
+    cases = {
+        "--num_train_steps=20": None,  # the warmup is a proportion of the steps by default
+        "--num_train_steps=20 --num_warmup_steps=60": "--num_warmup_steps=60 must be in [0, --num_train_steps=20]",
+        "--num_warmup_steps=5 --warmup_proportion=0.2": "--num_warmup_steps and --warmup_proportion both set",
+        "--warmup_proportion=1.5": "--warmup_proportion=1.5 must be in [0, 1]",
+        "--train_batch_size=30 --gradient_accumulation_steps=4": "must be a multiple of --gradient_accumulation_steps",
+        "--max_predictions_per_seq=80": "--max_predictions_per_seq=80 must be at most --max_seq_length=64",
+        "--max_seq_length=4": "--max_seq_length=4 must be at least 5",
+        "--input_files=x.tfrecord": "--input_files needs --vocab_file",
+        "--input_files=x.tfrecord --vocab_file=v.txt --dupe_factor=3 --max_documents=9":
+            "--max_documents --dupe_factor only apply to the built-in corpus",
+        "--bert_config_file=c.json --model=mini": "--bert_config_file and --model both set",
+        "--bert_config_file=c.json --dropout_rate=0.1": "--dropout_rate applies to --model",
+        "--dropout_rate=1": "--dropout_rate=1.0 must be in [0, 1)",
+        "--tpu=local": "--tpu only applies to --strategy=tpu",
+        "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
+        "--num_train_steps=0": "--num_train_steps must be positive",
+    }
+    errors = jobs.run_job("flags", [argv.split() for argv in cases], tmp_path)
+    for (argv, expected), error in zip(cases.items(), errors):
+        assert (error is None) if expected is None else (expected in (error or "")), (argv, error)
+    # On the command line: one error, before any data or output is made.
+    run = _run("--num_train_steps=20", "--num_warmup_steps=60", f"--output_dir={tmp_path}/out")
+    assert run.returncode == 1 and "--num_warmup_steps=60 must be in [0, --num_train_steps=20]" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()

@@ -1,6 +1,7 @@
 """The distributed pre-training loop in one process: loss, accumulation, NaN guard, checkpoints."""
 
 import json
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -9,14 +10,19 @@ import tensorflow as tf
 
 from keras_bert_lite.checkpoints import save_google_checkpoint
 from keras_bert_lite.models import BertEncoder, BertPretrainer, pretraining_losses
+from keras_bert_lite.models.checkpoint_folder import find_checkpoint
 from keras_bert_lite.training.checkpointing import (
     NonFiniteLossError,
     TrainingCheckpoints,
     export_pretrained,
     restore_model_weights,
 )
-from keras_bert_lite.training.optimization import create_optimizer
-from keras_bert_lite.training.pretraining import CHECKPOINT_SUBDIR, run_pretraining
+from keras_bert_lite.training.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_lite.training.pretraining import (
+    CHECKPOINT_SUBDIR,
+    EVAL_SUMMARY_SUBDIR,
+    run_pretraining,
+)
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop, global_batch_shares
 
 
@@ -118,7 +124,8 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
         keras.config.set_dtype_policy("float32")
     vocab = tmp_path / "vocab.src"
     vocab.write_text("[PAD]\n[UNK]\n")
-    paths = export_pretrained(loop.model, str(tmp_path / "export"), str(vocab))
+    # A cased vocabulary without upper-case tokens: only tokenizer_config.json tells its casing.
+    paths = export_pretrained(loop.model, str(tmp_path / "export"), str(vocab), do_lower_case=False)
     features, _ = jobs.synthetic_examples(4)
     encoder = keras.saving.load_model(paths["encoder"])
     pretrainer = keras.saving.load_model(paths["pretrainer"])
@@ -130,6 +137,9 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
                                loop.model(features)["mlm_logits"].numpy(), atol=0.2)
     assert json.loads((tmp_path / "export" / "bert_config.json").read_text()) == jobs.tiny_config().to_dict()
     assert (tmp_path / "export" / "vocab.txt").read_text() == "[PAD]\n[UNK]\n"
+    assert json.loads(Path(paths["tokenizer_config"]).read_text()) == {"do_lower_case": False}
+    folder = find_checkpoint(str(tmp_path / "export"))
+    assert (folder.kind, folder.lower_case) == ("keras", False), folder.lower_case_source
     assert not [p for p in (tmp_path / "export").iterdir() if "partial" in p.name]
 
 
@@ -171,3 +181,29 @@ def test_init_checkpoint_formats(jobs, tmp_path):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(FileNotFoundError):
         restore_model_weights(target, str(tmp_path / "missing.keras"))
+
+
+def test_periodic_evaluation_and_the_last_learning_rate(jobs, tmp_path):
+    loop = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    evaluated = []
+
+    def evaluate_fn(step):
+        evaluated.append(int(loop.global_step.numpy()))
+        return {"mlm_accuracy": step / 10, "examples": 8.0}
+
+    result = run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), num_train_steps=6,
+                             model_dir=str(tmp_path), steps_per_loop=3, save_checkpoints_steps=6, progress=False,
+                             evaluate_fn=evaluate_fn, eval_every_steps=4)
+    # Loops are cut to land on the evaluation steps; the last step is always evaluated.
+    assert evaluated == [4, 6] and [e["step"] for e in result["evaluations"]] == [4, 6]
+    assert 0 < result["evaluations"][0]["train_seconds"] < result["evaluations"][1]["train_seconds"]
+    assert result["evaluations"][1]["mlm_accuracy"] == 0.6
+    (events,) = (tmp_path / EVAL_SUMMARY_SUBDIR).glob("events.out.tfevents.*")
+    scalars = {(v.tag, e.step): float(tf.make_ndarray(v.tensor))
+               for e in tf.compat.v1.train.summary_iterator(str(events)) for v in e.summary.value}
+    assert scalars == {("mlm_accuracy", 4): pytest.approx(0.4), ("mlm_accuracy", 6): pytest.approx(0.6),
+                       ("examples", 4): 8.0, ("examples", 6): 8.0}
+    # Step 6 runs at the schedule's value for iteration 5 (not the mean over the last loop's steps 5-6).
+    assert result["learning_rate"] == pytest.approx(float(WarmupLinearDecay(1e-2, 6, 2)(5)), rel=1e-6)
+    with pytest.raises(ValueError, match="eval_every_steps must be >= 0"):
+        run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), 6, str(tmp_path), eval_every_steps=-1)

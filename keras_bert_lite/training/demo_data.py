@@ -1,0 +1,254 @@
+"""The main job's data: the built-in corpus, split honestly into training and held-out documents.
+
+`tpu/pretrain.py` without `--input_files` pre-trains on the built-in corpus (Python's own
+documentation and the docstrings of the packages keras_bert_lite depends on, deduplicated). Every
+`HELDOUT_EVERY`-th document is held out, and training sentences that share a run of
+`CONTAMINATION_NGRAM` words with a held-out sentence are dropped, so near-copies of held-out text
+(one docstring adapted in two packages) cannot inflate the held-out accuracy. The vocabulary is
+learned from the training documents only (a sample of about `VOCAB_SAMPLE_WORDS` words of them);
+both sides are tokenized with it and written as pre-training TFRecords in the original format.
+The sentences whose predictions are shown after training are chosen here, by `shown_sentences`'s
+fixed rule, before any model exists.
+
+Example:
+
+    >>> data = build_demo_data("out", DemoDataSettings(max_seq_length=64, max_predictions_per_seq=10))
+    >>> data.train_files, data.heldout_files
+    ('out/data/train-*.tfrecord', 'out/data/heldout.tfrecord')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from keras_bert_lite.atomic import write_text_atomically
+from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, builtin_documents, deduplicate_sentences
+from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.text.tokenizer import BertTokenizer
+from keras_bert_lite.text.vocab import build_vocab
+
+HELDOUT_EVERY = 10
+CONTAMINATION_NGRAM = 8
+TRAIN_SHARDS = 4
+# The vocabulary is learned from about this many words of the training text (every k-th sentence):
+# plenty for a few thousand WordPiece tokens, while the learner's time grows with the text.
+VOCAB_SAMPLE_WORDS = 200_000
+MANIFEST = "manifest.json"
+# `shown_sentences`: sentences of this many words, whose masked word has at least MIN_WORD letters.
+SHOWN_WORDS = (8, 24)
+MIN_WORD = 4
+SHOWN_RULE = (
+    f"from evenly spaced held-out documents on, the first sentence of {SHOWN_WORDS[0]}-{SHOWN_WORDS[1]} "
+    f"plain words, masking its middle word of {MIN_WORD}+ letters that is one vocabulary token; chosen "
+    "when the data was built, before training"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoDataSettings:
+    """What the main job's data depends on; data built with other settings is not reused.
+
+    Attributes:
+        packages: installed packages whose docstrings join Python's documentation.
+        max_documents: use only the first N documents of the deduplicated corpus (0: all).
+        vocab_size: size of the WordPiece vocabulary learned from the training documents.
+        vocab_file: use this vocabulary instead of learning one.
+        lower_case: lower-case text (uncased vocabulary).
+        max_seq_length: tokens per example.
+        max_predictions_per_seq: masked positions per example.
+        dupe_factor: passes over the training documents, each with new pairs and masks.
+        num_shown: sentences chosen for the prediction printout.
+        seed: seed of pair generation and masking.
+    """
+
+    packages: tuple[str, ...] = DEPENDENCY_PACKAGES
+    max_documents: int = 0
+    vocab_size: int = 2000
+    vocab_file: str | None = None
+    lower_case: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    dupe_factor: int = 5
+    num_shown: int = 4
+    seed: int = 12345
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoData:
+    """Files and facts of the built data.
+
+    Attributes:
+        vocab_file: the vocabulary the TFRecords were written with.
+        train_files: glob of the training TFRecords.
+        heldout_files: path of the held-out TFRecord (masked once, dupe_factor 1).
+        shown_sentences: held-out sentences for the prediction printout: (sentence, index of
+            the word to mask) pairs.
+        corpus: counts: documents, training/held-out documents and words, dropped sentences.
+    """
+
+    vocab_file: str
+    train_files: str
+    heldout_files: str
+    shown_sentences: tuple[tuple[str, int], ...]
+    corpus: dict
+
+
+def split_heldout(
+    documents: Sequence[Sequence[str]], every: int = HELDOUT_EVERY, ngram: int = CONTAMINATION_NGRAM
+) -> tuple[list[list[str]], list[list[str]], int]:
+    """Holds out every `every`-th document and decontaminates the training side.
+
+    Args:
+        documents: deduplicated documents, each a list of sentences (str).
+        every: documents 0, every, 2 * every, ... are held out.
+        ngram: a training sentence sharing any run of this many words (lower-cased, punctuation
+            ignored) with a held-out sentence is dropped.
+
+    Returns:
+        (training documents, held-out documents, number of training sentences dropped); training
+        documents left with fewer than two sentences are dropped.
+    """
+    if every < 2 or ngram < 1:
+        raise ValueError(f"every must be >= 2 and ngram >= 1, got {every} and {ngram}.")
+    heldout = [list(d) for d in documents[::every]]
+    heldout_ngrams = {g for d in heldout for s in d for g in _ngrams(s, ngram)}
+    train, dropped = [], 0
+    for index, document in enumerate(documents):
+        if index % every == 0:
+            continue
+        kept = [s for s in document if heldout_ngrams.isdisjoint(_ngrams(s, ngram))]
+        dropped += len(document) - len(kept)
+        if len(kept) >= 2:
+            train.append(kept)
+    return train, heldout, dropped
+
+
+def masked_word_position(tokenizer: BertTokenizer, sentence: str, index: int) -> int:
+    """The token position of the `index`-th whitespace-separated word of `sentence` once packed
+    as `[CLS] sentence [SEP]` (BERT splits words independently, so its prefix gives it)."""
+    prefix = " ".join(sentence.split()[:index])
+    return 1 + int(tokenizer(tf.constant([prefix])).row_lengths()[0])
+
+
+def shown_sentences(
+    heldout: Sequence[Sequence[str]], count: int, tokenizer: BertTokenizer, seq_length: int
+) -> list[tuple[str, int]]:
+    """Held-out sentences to show predictions for, chosen by a fixed rule (`SHOWN_RULE`).
+
+    Starting at `count` evenly spaced held-out documents, the first sentence (not yet chosen) of
+    `SHOWN_WORDS` words that are all plain words (ASCII letters, with trailing punctuation), and
+    its middle word of at least `MIN_WORD` letters that is a single token of the vocabulary (so
+    one [MASK] stands for it) within the first `seq_length` tokens. Fixed before training, so
+    the examples are not picked after seeing the predictions.
+
+    Args:
+        heldout: held-out documents, each a list of sentences (str).
+        count: how many sentences to choose.
+        tokenizer: the `BertTokenizer` of the training data.
+        seq_length: the length examples are packed to.
+
+    Returns:
+        Up to `count` (sentence, index of the word to mask among its whitespace-separated words)
+        pairs.
+    """
+    tokens = set(tokenizer.vocabulary)
+
+    def masked_word(sentence: str) -> int | None:
+        words = [w.rstrip(".,;:") for w in sentence.split()]
+        plain = all(w.isascii() and w.isalpha() for w in words)
+        if not plain or not SHOWN_WORDS[0] <= len(words) <= SHOWN_WORDS[1]:
+            return None
+        candidates = [i for i, w in enumerate(words)
+                      if len(w) >= MIN_WORD and (w.lower() if tokenizer.lower_case else w) in tokens]
+        if not candidates:
+            return None
+        index = candidates[len(candidates) // 2]
+        return index if masked_word_position(tokenizer, sentence, index) < seq_length - 1 else None
+
+    sentences = [s for document in heldout for s in document]
+    starts = [sum(len(d) for d in heldout[: i * len(heldout) // count]) for i in range(count)]
+    chosen: list[tuple[str, int]] = []
+    for start in starts:
+        for sentence in sentences[start:]:
+            index = masked_word(sentence)
+            if index is not None and all(sentence != s for s, _ in chosen):
+                chosen.append((sentence, index))
+                break
+    return chosen
+
+
+def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool = True) -> DemoData:
+    """Builds (or reuses) the vocabulary and TFRecords of the main job under `output_dir`.
+
+    Writes `vocab.txt` (unless `settings.vocab_file`), `data/train-{0..3}.tfrecord`,
+    `data/heldout.tfrecord` and, last, `data/manifest.json`, all atomically; the manifest marks
+    the data complete and records `settings`, so a rerun with the same settings reuses the
+    files and one with other settings rebuilds them.
+
+    Raises:
+        ValueError: the output folder has training checkpoints but data of other settings (the
+            run could not resume on it), or the corpus is too small to hold out documents.
+    """
+    data_dir = os.path.join(output_dir, "data")
+    manifest_file = os.path.join(data_dir, MANIFEST)
+    vocab_file = settings.vocab_file or os.path.join(output_dir, "vocab.txt")
+    train_files = os.path.join(data_dir, "train-*.tfrecord")
+    heldout_files = os.path.join(data_dir, "heldout.tfrecord")
+    recorded = dataclasses.asdict(settings)
+    recorded["packages"] = list(settings.packages)
+    if tf.io.gfile.exists(manifest_file):
+        with tf.io.gfile.GFile(manifest_file) as f:
+            manifest = json.load(f)
+        if manifest.get("settings") == recorded:
+            logging.info("Reusing the vocabulary and data in %s.", data_dir)
+            shown = tuple(tuple(pair) for pair in manifest["shown_sentences"])
+            return DemoData(vocab_file, train_files, heldout_files, shown, manifest["corpus"])
+        if tf.io.gfile.exists(os.path.join(output_dir, "checkpoints")):
+            raise ValueError(
+                f"{output_dir} has checkpoints but its data was made with other settings; use a new "
+                "--output_dir or the same flags as before."
+            )
+    documents = deduplicate_sentences(builtin_documents(settings.packages))
+    if settings.max_documents > 0:
+        documents = documents[: settings.max_documents]
+    train, heldout, dropped = split_heldout(documents)
+    if not train or not heldout:
+        raise ValueError(f"The corpus has too few documents ({len(documents)}) to hold out every "
+                         f"{HELDOUT_EVERY}th; use more --max_documents.")
+    corpus = dict(
+        documents=len(documents), train_documents=len(train), heldout_documents=len(heldout),
+        train_words=_words(train), heldout_words=_words(heldout), train_sentences_dropped=dropped,
+    )
+    logging.info("Built-in corpus: %s.", corpus)
+    if not settings.vocab_file:
+        sentences = [s for d in train for s in d]
+        every = -(-corpus["train_words"] // VOCAB_SAMPLE_WORDS)
+        vocabulary = build_vocab(sentences[::every], vocab_size=settings.vocab_size, lower_case=settings.lower_case)
+        write_text_atomically(vocab_file, "".join(token + "\n" for token in vocabulary))
+    common = dict(lower_case=settings.lower_case, max_seq_length=settings.max_seq_length,
+                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed,
+                  progress=progress)
+    shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
+    create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor, **common)
+    create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1, **common)
+    tokenizer = BertTokenizer(vocab_file, lower_case=settings.lower_case)
+    shown = tuple(shown_sentences(heldout, settings.num_shown, tokenizer, settings.max_seq_length))
+    manifest = dict(settings=recorded, corpus=corpus, shown_sentences=[list(pair) for pair in shown])
+    write_text_atomically(manifest_file, json.dumps(manifest, indent=1) + "\n")
+    return DemoData(vocab_file, train_files, heldout_files, shown, corpus)
+
+
+def _ngrams(sentence: str, n: int) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", sentence.lower())
+    return {tuple(words[i: i + n]) for i in range(len(words) - n + 1)}
+
+
+def _words(documents: Sequence[Sequence[str]]) -> int:
+    return sum(len(s.split()) for d in documents for s in d)

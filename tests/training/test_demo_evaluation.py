@@ -1,0 +1,104 @@
+"""Held-out evaluation of the main job: baselines, top-5 accuracy, masked-word predictions, report."""
+
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.data.pretraining_reader import pretraining_dataset
+from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.text.tokenizer import load_vocabulary
+from keras_bert_lite.training import demo_data, demo_evaluation
+from keras_bert_lite.training.optimization import create_optimizer
+from keras_bert_lite.training.pretraining_loop import PretrainingLoop
+
+SEQ, PREDICTIONS, BATCH = 32, 5, 16
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    settings = demo_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=SEQ,
+                                          max_predictions_per_seq=PREDICTIONS, dupe_factor=1, num_shown=3)
+    return demo_data.build_demo_data(str(tmp_path_factory.mktemp("demo")), settings, progress=False)
+
+
+@pytest.fixture(scope="module")
+def loop(data):
+    keras.utils.set_random_seed(3)
+    config = BertConfig.preset("tiny", vocab_size=len(load_vocabulary(data.vocab_file)), hidden_size=32,
+                               num_attention_heads=2, intermediate_size=64, num_hidden_layers=1,
+                               max_position_embeddings=SEQ)
+    pretrainer = BertPretrainer(BertEncoder(config))
+    optimizer = create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=1)
+    return PretrainingLoop(tf.distribute.get_strategy(), pretrainer, optimizer, BATCH)
+
+
+def _read(files, num_examples=None):
+    dataset = pretraining_dataset(files, 64, SEQ, PREDICTIONS, is_training=False, drop_remainder=False).unbatch()
+    examples = list(dataset.take(num_examples or -1).batch(10_000).as_numpy_iterator())[0]
+    return examples
+
+
+def test_baselines_count_labels_of_the_evaluated_examples(data):
+    reference = demo_evaluation.baselines(data.train_files, data.heldout_files, SEQ, PREDICTIONS, num_examples=32)
+    _, train = _read(data.train_files)
+    _, heldout = _read(data.heldout_files, 32)
+    train_ids = train["masked_lm_ids"][train["masked_lm_weights"] > 0]
+    heldout_ids = heldout["masked_lm_ids"][heldout["masked_lm_weights"] > 0]
+    counts = np.bincount(train_ids)
+    top5 = sorted(range(len(counts)), key=lambda i: (-counts[i], i))[:5]
+    assert reference["most_frequent_token_ids"] == top5
+    assert reference["mlm_accuracy"] == pytest.approx(np.mean(heldout_ids == top5[0]))
+    assert reference["mlm_top5_accuracy"] == pytest.approx(np.mean(np.isin(heldout_ids, top5)))
+    majority = np.bincount(train["next_sentence_labels"].ravel()).argmax()
+    assert reference["nsp_accuracy"] == pytest.approx(np.mean(heldout["next_sentence_labels"] == majority))
+    assert (reference["examples"], reference["masked_tokens"]) == (32, len(heldout_ids))
+
+
+def test_heldout_top5_accuracy_matches_the_model_outputs(data, loop):
+    metrics = demo_evaluation.evaluate_heldout(loop, data.heldout_files, SEQ, PREDICTIONS)
+    examples = metrics["examples"]
+    features, labels = _read(data.heldout_files, examples)
+    assert examples == len(labels["masked_lm_ids"]) - len(labels["masked_lm_ids"]) % BATCH > 0
+    logits = np.concatenate([loop.model({k: v[i: i + BATCH] for k, v in features.items()})["mlm_logits"].numpy()
+                             for i in range(0, examples, BATCH)])
+    weights = labels["masked_lm_weights"]
+    ranks = (logits > np.take_along_axis(logits, labels["masked_lm_ids"][..., None], -1)).sum(-1)
+    per_batch = [(weights[i: i + BATCH] * (ranks[i: i + BATCH] < k)).sum() / weights[i: i + BATCH].sum()
+                 for k in (1, 5) for i in range(0, examples, BATCH)]
+    batches = examples // BATCH
+    np.testing.assert_allclose(metrics["mlm_accuracy"], np.mean(per_batch[:batches]), rtol=1e-5)
+    np.testing.assert_allclose(metrics["mlm_top5_accuracy"], np.mean(per_batch[batches:]), rtol=1e-5)
+    assert metrics["mlm_top5_accuracy"] > metrics["mlm_accuracy"]
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        big = PretrainingLoop(loop.strategy, loop.model, loop.optimizer, 4096)
+        demo_evaluation.evaluate_heldout(big, data.heldout_files, SEQ, PREDICTIONS)
+
+
+def test_predictions_for_the_shown_words(data, loop):
+    shown = demo_evaluation.predict_masked_words(loop.model, data.vocab_file, data.shown_sentences, SEQ)
+    assert len(shown) == len(data.shown_sentences) == 3
+    vocabulary = load_vocabulary(data.vocab_file)
+    for example, (sentence, index) in zip(shown, data.shown_sentences):
+        assert example["text"].split()[index].startswith("[MASK]")
+        assert example["answer"] == sentence.split()[index].rstrip(".,;:").lower()
+        tokens = [token for token, _ in example["predictions"]]
+        probabilities = [p for _, p in example["predictions"]]
+        assert len(tokens) == 5 and set(tokens) <= set(vocabulary)
+        assert probabilities == sorted(probabilities, reverse=True) and 0 < sum(probabilities) <= 1 + 1e-6
+    report = demo_evaluation.format_report(
+        dict(mlm_accuracy=0.3, mlm_top5_accuracy=0.5, nsp_accuracy=0.8, mlm_loss=3.0, nsp_loss=0.4),
+        dict(mlm_accuracy=0.06, mlm_top5_accuracy=0.2, nsp_accuracy=0.5, examples=32, masked_tokens=150),
+        shown, demo_data.SHOWN_RULE)
+    assert re.search(r"MLM accuracy \(top-5\) +0\.5000 +0\.2000", report) and demo_data.SHOWN_RULE in report
+    assert report.count("answer: ") == 3
+    curve = [dict(step=1000, train_seconds=30.0, mlm_accuracy=0.1), dict(step=2000, train_seconds=60.0, mlm_accuracy=0.3)]
+    with_curve = demo_evaluation.format_report(
+        dict(mlm_accuracy=0.3, mlm_top5_accuracy=0.5, nsp_accuracy=0.8, mlm_loss=3.0, nsp_loss=0.4),
+        dict(mlm_accuracy=0.06, mlm_top5_accuracy=0.2, nsp_accuracy=0.5, examples=32, masked_tokens=150),
+        shown, demo_data.SHOWN_RULE, curve)
+    assert with_curve.startswith("Held-out MLM accuracy during training: 0.100 at step 1000 (0.5 min), "
+                                 "0.300 at step 2000 (1.0 min).\n") and with_curve.endswith(report)
