@@ -81,8 +81,8 @@ def export_ours(export_dir: str, quantize: str | None) -> None:
 
     import keras
 
-    from keras_bert_lite.checkpoints.huggingface import load_hf_checkpoint, read_hf_config
     from keras_bert_lite.export import export_saved_model
+    from keras_bert_lite.interop.huggingface import load_hf_checkpoint, read_hf_config
     from keras_bert_lite.models.classifier import BertClassifier
     from keras_bert_lite.models.encoder import BertEncoder
     from keras_bert_lite.text.preprocessor import BertPreprocessor

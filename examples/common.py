@@ -66,8 +66,8 @@ from keras_bert_lite.models.checkpoint_folder import from_checkpoint  # noqa: E4
 from keras_bert_lite.models.encoder import BertEncoder  # noqa: E402
 from keras_bert_lite.models.saving import save_model  # noqa: E402
 from keras_bert_lite.text.preprocessor import BertPreprocessor  # noqa: E402
-from keras_bert_lite.training.checkpointing import TrainingCheckpoints  # noqa: E402
 from keras_bert_lite.training.optimization import create_optimizer  # noqa: E402
+from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints  # noqa: E402
 
 # TensorFlow's own Python logger narrates SavedModel writing at INFO ("Assets written to", each line
 # twice: through its handler and absl's, which shows INFO in these scripts); its warnings and

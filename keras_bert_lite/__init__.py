@@ -6,7 +6,15 @@
     outputs = encoder(prep(["the cat sat on the mat"]))
 """
 
-from keras_bert_lite.checkpoints import (
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.data import (
+    builtin_documents,
+    create_pretraining_data,
+    pretraining_dataset,
+    read_documents,
+)
+from keras_bert_lite.export import export_encoder, export_saved_model
+from keras_bert_lite.interop import (
     CheckpointMismatchError,
     LoadReport,
     from_google_checkpoint,
@@ -16,14 +24,6 @@ from keras_bert_lite.checkpoints import (
     save_google_checkpoint,
     save_hf_checkpoint,
 )
-from keras_bert_lite.config import BertConfig
-from keras_bert_lite.data import (
-    builtin_documents,
-    create_pretraining_data,
-    pretraining_dataset,
-    read_documents,
-)
-from keras_bert_lite.export import export_encoder, export_saved_model
 from keras_bert_lite.layers import (
     BertEmbeddings,
     BertPooler,

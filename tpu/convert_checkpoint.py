@@ -34,8 +34,8 @@ from absl import app, flags, logging
 if TYPE_CHECKING:
     import keras
 
-    from keras_bert_lite.checkpoints.release import FolderVocabulary
     from keras_bert_lite.config import BertConfig
+    from keras_bert_lite.interop.release import FolderVocabulary
 
 # TensorFlow, Keras and keras_bert_lite are imported by the functions that use them, after the
 # flags are parsed: --help and flag errors answer at once instead of after loading TensorFlow.
@@ -138,9 +138,9 @@ def _keras_model(path: str) -> keras.Model:
 
 def read_source(path: str, fmt: str) -> Source:
     """The config, vocabulary and casing of --input; for a .keras file, its model."""
-    from keras_bert_lite.checkpoints import read_hf_config, read_hf_lower_case, resolve_checkpoint_prefix
-    from keras_bert_lite.checkpoints.release import VOCAB_NAME, lower_case_for_folder, model_config
     from keras_bert_lite.config import BertConfig
+    from keras_bert_lite.interop import read_hf_config, read_hf_lower_case, resolve_checkpoint_prefix
+    from keras_bert_lite.interop.release import VOCAB_NAME, lower_case_for_folder, model_config
     from keras_bert_lite.text import load_vocabulary
 
     if fmt == "keras":
@@ -163,7 +163,7 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
     Returns:
         The vocabulary to write (None for a .keras output).
     """
-    from keras_bert_lite.checkpoints.release import VOCAB_NAME, resolve_vocabulary
+    from keras_bert_lite.interop.release import VOCAB_NAME, resolve_vocabulary
 
     if fmt == "keras":
         if not path.endswith(".keras"):
@@ -203,9 +203,9 @@ def _load(model: keras.Model, loader, path: str, head_prefixes: tuple[str, ...])
 
 def read_model(source: Source) -> keras.Model:
     """The model held by `source`, with its weights."""
-    from keras_bert_lite.checkpoints import load_google_checkpoint, load_hf_checkpoint
-    from keras_bert_lite.checkpoints.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
-    from keras_bert_lite.checkpoints.release import build_model
+    from keras_bert_lite.interop import load_google_checkpoint, load_hf_checkpoint
+    from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
+    from keras_bert_lite.interop.release import build_model
 
     if source.model is not None:
         return source.model
@@ -220,8 +220,8 @@ def read_model(source: Source) -> keras.Model:
 def write_model(model: keras.Model, vocab: FolderVocabulary | None, path: str, fmt: str) -> list[str]:
     """Writes `model` (and `vocab`) to `path` in format `fmt`; returns the files written."""
     from keras_bert_lite.atomic import atomic_write
-    from keras_bert_lite.checkpoints import save_google_checkpoint, save_hf_checkpoint
-    from keras_bert_lite.checkpoints.release import VOCAB_NAME
+    from keras_bert_lite.interop import save_google_checkpoint, save_hf_checkpoint
+    from keras_bert_lite.interop.release import VOCAB_NAME
 
     if fmt == "keras":
         # Keras names its format by the suffix, so the temporary name keeps it.
@@ -280,7 +280,7 @@ def main(argv: list[str]) -> None:
         sys.exit(f"{PROGRAM}: error: unexpected arguments: {' '.join(argv[1:])} (flags are --name=value).")
     import tensorflow as tf
 
-    from keras_bert_lite.checkpoints import CheckpointMismatchError
+    from keras_bert_lite.interop import CheckpointMismatchError
 
     try:
         convert()

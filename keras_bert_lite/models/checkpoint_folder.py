@@ -35,11 +35,11 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.checkpoints import from_google_checkpoint, from_hf_checkpoint, resolve_checkpoint_prefix
-from keras_bert_lite.checkpoints.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
-from keras_bert_lite.checkpoints.huggingface import CONFIG_NAME
-from keras_bert_lite.checkpoints.release import make_preprocessor
 from keras_bert_lite.config import read_json_file
+from keras_bert_lite.interop import from_google_checkpoint, from_hf_checkpoint, resolve_checkpoint_prefix
+from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
+from keras_bert_lite.interop.huggingface import CONFIG_NAME
+from keras_bert_lite.interop.release import make_preprocessor
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import load_vocabulary

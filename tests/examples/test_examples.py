@@ -38,7 +38,7 @@ def _start(script, *flags):
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory, real_vocab_file):
     """A tiny encoder as tpu/pretrain.py leaves it (encoder.keras + vocab.txt), and as a Google folder."""
-    from keras_bert_lite.checkpoints import save_google_checkpoint
+    from keras_bert_lite.interop import save_google_checkpoint
 
     root = tmp_path_factory.mktemp("pretrained")
     encoder = BertEncoder(BertConfig.preset("tiny", num_hidden_layers=1))
@@ -226,7 +226,7 @@ def test_run_ner(runs):
 def test_extract_features_from_hugging_face_weights(runs, minilm_dir):
     import tensorflow as tf
 
-    from keras_bert_lite.checkpoints import from_hf_checkpoint
+    from keras_bert_lite.interop import from_hf_checkpoint
 
     code, log, out = _finish(runs, "features")
     assert code == 0, log[-3000:]

@@ -8,8 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_bert_lite.checkpoints import read_hf_config, save_google_checkpoint, save_hf_checkpoint
 from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop import read_hf_config, save_google_checkpoint, save_hf_checkpoint
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder

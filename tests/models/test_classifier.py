@@ -96,8 +96,8 @@ _TEST = [
 def test_fine_tuning_from_pretrained_weights_beats_random_init(minilm_dir):
     import tensorflow as tf
 
-    from keras_bert_lite.checkpoints import load_hf_checkpoint, read_hf_config
     from keras_bert_lite.data.glue import ClassificationData, classification_dataset
+    from keras_bert_lite.interop import load_hf_checkpoint, read_hf_config
     from keras_bert_lite.text.preprocessor import BertPreprocessor
     from keras_bert_lite.training.optimization import create_optimizer
 

@@ -107,7 +107,7 @@ def mirrored_vs_single(out_json: str) -> None:
 def worker(out_dir: str) -> None:
     """One MultiWorkerMirroredStrategy worker of `run_pretraining`; saves its final weights."""
     from keras_bert_lite.training.distribute import get_strategy
-    from keras_bert_lite.training.pretraining import run_pretraining
+    from keras_bert_lite.training.pretraining_driver import run_pretraining
 
     strategy = get_strategy("multi_worker")
     task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]

@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 from bert import optimization as original
 
-from keras_bert_lite.checkpoints.mapping import weight_specs
 from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop.mapping import weight_specs
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 from keras_bert_lite.training.optimization import AdamW, WarmupLinearDecay, create_optimizer
 

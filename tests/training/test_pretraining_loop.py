@@ -8,22 +8,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.checkpoints import save_google_checkpoint
+from keras_bert_lite.interop import save_google_checkpoint
 from keras_bert_lite.models import BertEncoder, BertPretrainer, pretraining_losses
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint
-from keras_bert_lite.training.checkpointing import (
-    NonFiniteLossError,
-    TrainingCheckpoints,
-    export_pretrained,
-    restore_model_weights,
-)
 from keras_bert_lite.training.optimization import WarmupLinearDecay, create_optimizer
-from keras_bert_lite.training.pretraining import (
+from keras_bert_lite.training.pretraining_driver import (
     CHECKPOINT_SUBDIR,
     EVAL_SUMMARY_SUBDIR,
     run_pretraining,
 )
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop, global_batch_shares
+from keras_bert_lite.training.run_checkpoints import (
+    NonFiniteLossError,
+    TrainingCheckpoints,
+    export_pretrained,
+    restore_model_weights,
+)
 
 
 def test_global_batch_shares_add_up_to_the_batch_loss(jobs):

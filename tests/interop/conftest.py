@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
-from keras_bert_lite.checkpoints import (
+from keras_bert_lite.interop import (
     from_google_checkpoint,
     load_hf_checkpoint,
     read_hf_config,

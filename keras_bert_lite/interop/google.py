@@ -21,8 +21,9 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.atomic import atomic_write
-from keras_bert_lite.checkpoints.mapping import GOOGLE_HEAD_PREFIXES, weight_specs
-from keras_bert_lite.checkpoints.release import (
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, weight_specs
+from keras_bert_lite.interop.release import (
     VOCAB_NAME,
     VocabularySource,
     build_model,
@@ -32,8 +33,7 @@ from keras_bert_lite.checkpoints.release import (
     publishing,
     resolve_vocabulary,
 )
-from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
-from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop.report import LoadReport, restore_weights
 from keras_bert_lite.text import load_vocabulary
 
 CHECKPOINT_NAME = "bert_model.ckpt"

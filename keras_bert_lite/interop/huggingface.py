@@ -23,9 +23,10 @@ import safetensors.numpy
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.checkpoints.hf_weights import SAFETENSORS_NAME, normalize_names, read_hf_weights
-from keras_bert_lite.checkpoints.mapping import HF_HEAD_PREFIXES, weight_specs
-from keras_bert_lite.checkpoints.release import (
+from keras_bert_lite.config import BertConfig, read_json_file
+from keras_bert_lite.interop.hf_weights import SAFETENSORS_NAME, normalize_names, read_hf_weights
+from keras_bert_lite.interop.mapping import HF_HEAD_PREFIXES, weight_specs
+from keras_bert_lite.interop.release import (
     VOCAB_NAME,
     FolderVocabulary,
     VocabularySource,
@@ -35,8 +36,7 @@ from keras_bert_lite.checkpoints.release import (
     publishing,
     resolve_vocabulary,
 )
-from keras_bert_lite.checkpoints.report import LoadReport, restore_weights
-from keras_bert_lite.config import BertConfig, read_json_file
+from keras_bert_lite.interop.report import LoadReport, restore_weights
 from keras_bert_lite.models import BertPretrainer
 
 CONFIG_NAME = "config.json"

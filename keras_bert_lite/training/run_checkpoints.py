@@ -184,7 +184,7 @@ def restore_model_weights(model: BertPretrainer, path: str) -> str:
 
     Accepts a `.keras` file of a `BertPretrainer` or `BertEncoder`, a checkpoint written by
     `TrainingCheckpoints` (model weights only; optimizer and step start afresh), or a Google
-    TF1 BERT checkpoint (through `keras_bert_lite.checkpoints.load_google_checkpoint`; the
+    TF1 BERT checkpoint (through `keras_bert_lite.interop.load_google_checkpoint`; the
     pre-training heads are loaded when present).
 
     Raises:
@@ -200,7 +200,7 @@ def restore_model_weights(model: BertPretrainer, path: str) -> str:
             raise ValueError(f"init_checkpoint {path} holds a different model ({source.name}) than the one trained.")
         target.set_weights(source.get_weights())
         return "keras"
-    from keras_bert_lite.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix
+    from keras_bert_lite.interop import load_google_checkpoint, resolve_checkpoint_prefix
 
     prefix = resolve_checkpoint_prefix(path)
     names = {name for name, _ in tf.train.list_variables(prefix)}

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from keras_bert_lite.checkpoints.mapping import WeightSpec
+from keras_bert_lite.interop.mapping import WeightSpec
 
 Shape = tuple[int, ...]
 

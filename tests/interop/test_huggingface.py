@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
-from keras_bert_lite.checkpoints import (
+from keras_bert_lite.interop import (
     CheckpointMismatchError,
     bert_config_from_hf,
     from_hf_checkpoint,
@@ -21,7 +21,7 @@ from keras_bert_lite.checkpoints import (
     save_google_checkpoint,
     save_hf_checkpoint,
 )
-from keras_bert_lite.checkpoints.mapping import weight_specs
+from keras_bert_lite.interop.mapping import weight_specs
 from keras_bert_lite.layers.activations import get_activation
 
 torch = pytest.importorskip("torch")

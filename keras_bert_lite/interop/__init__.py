@@ -1,12 +1,12 @@
 """Interoperability with Google's original TF1 checkpoints and Hugging Face BERT folders."""
 
-from keras_bert_lite.checkpoints.google import (
+from keras_bert_lite.interop.google import (
     from_google_checkpoint,
     load_google_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
-from keras_bert_lite.checkpoints.huggingface import (
+from keras_bert_lite.interop.huggingface import (
     bert_config_from_hf,
     from_hf_checkpoint,
     hf_config_from_bert,
@@ -15,7 +15,7 @@ from keras_bert_lite.checkpoints.huggingface import (
     read_hf_lower_case,
     save_hf_checkpoint,
 )
-from keras_bert_lite.checkpoints.report import CheckpointMismatchError, LoadReport
+from keras_bert_lite.interop.report import CheckpointMismatchError, LoadReport
 
 __all__ = [
     "CheckpointMismatchError",

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, load_vocabulary
-from keras_bert_lite.checkpoints import from_google_checkpoint, save_google_checkpoint, save_hf_checkpoint
-from keras_bert_lite.checkpoints.release import (
+from keras_bert_lite.interop import from_google_checkpoint, save_google_checkpoint, save_hf_checkpoint
+from keras_bert_lite.interop.release import (
     lower_case_for_folder,
     lower_case_from_vocabulary,
     resolve_vocabulary,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lite import BertEncoder, BertPretrainer
-from keras_bert_lite.checkpoints import CheckpointMismatchError, load_hf_checkpoint, read_hf_config
+from keras_bert_lite.interop import CheckpointMismatchError, load_hf_checkpoint, read_hf_config
 
 torch = pytest.importorskip("torch")
 

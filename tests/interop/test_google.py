@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
-from keras_bert_lite.checkpoints import (
+from keras_bert_lite.config import GOOGLE_KEYS
+from keras_bert_lite.interop import (
     CheckpointMismatchError,
     from_google_checkpoint,
     load_google_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
-from keras_bert_lite.checkpoints.mapping import weight_specs
-from keras_bert_lite.config import GOOGLE_KEYS
+from keras_bert_lite.interop.mapping import weight_specs
 
 TOLERANCE = 1e-4
 

@@ -25,8 +25,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.training.checkpointing import TrainingCheckpoints, check_finite
 from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoop
+from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints, check_finite
 
 CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
