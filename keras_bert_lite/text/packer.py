@@ -75,6 +75,8 @@ class BertPackInputs(keras.layers.Layer):
         self.truncator = truncator
 
     def call(self, segments):
+        import tensorflow_text as tf_text
+
         if isinstance(segments, dict):
             raise TypeError("BertPackInputs takes a RaggedTensor or a list of them, not a dict.")
         if not isinstance(segments, (list, tuple)):
@@ -90,50 +92,47 @@ class BertPackInputs(keras.layers.Layer):
             )
         budget = self.seq_length - num_special
         if len(segments) == 1:
-            lengths = [tf.minimum(segments[0].row_lengths(), budget)]  # what either truncator keeps of one
+            trimmed = [segments[0][:, :budget]]  # what either truncator does to one segment
         else:
-            import tensorflow_text as tf_text
-
             segments = _check_same_batch_size(segments)
-            segments = getattr(tf_text, _TRIMMERS[self.truncator])(budget).trim(segments)
-            lengths = [s.row_lengths() for s in segments]
-        return self._pack(segments, tf.cast(tf.stack(lengths, axis=1), tf.int32), budget)
-
-    def _pack(self, segments: list[tf.RaggedTensor], lengths: tf.Tensor, budget: int) -> dict[str, tf.Tensor]:
-        """Lays out segments [batch, (tokens)] of which the first `lengths` (int32 [batch, segments])
-        tokens are kept, at most `budget` in all, as the three [batch, seq_length] inputs.
-
-        Every output position is computed densely: which segment it falls in, and there either the
-        segment's token (gathered from the segments padded side by side), its [SEP], [CLS] or padding.
-        Ragged concatenation (`tf_text.combine_segments`) would transpose its row indices, which makes
-        oneDNN log a false "DT_INT64 ... only supported on AVX-512" error on every process.
-        """
-        width = max(budget, 1)  # columns per padded segment (budget 0 keeps no token: one dummy)
-        dense = tf.concat(
-            [s.to_tensor(self.padding_id, shape=[None, width]) for s in segments], axis=1
-        )  # [batch, segments * width]
-        # [SEP] of segment i sits at 1 + sum_{j <= i} (lengths_j + 1) - 1; segment i starts after the
-        # previous [SEP] (or [CLS]).
-        separators = tf.cumsum(lengths + 1, axis=1)
-        starts = tf.concat([tf.ones_like(separators[:, :1]), separators[:, :-1] + 1], axis=1)
-        positions = tf.range(self.seq_length)[tf.newaxis, :]
-        # The segment a position belongs to: how many [SEP]s come before it.
-        segment = tf.reduce_sum(
-            tf.cast(positions[:, :, tf.newaxis] > separators[:, tf.newaxis, :], tf.int32), axis=2
-        )  # [batch, seq_length]
-        is_token = positions <= separators[:, -1:]
-        within = tf.minimum(segment, len(segments) - 1)
-        index = tf.clip_by_value(positions - tf.gather(starts, within, batch_dims=1), 0, width - 1)
-        tokens = tf.gather(dense, within * width + index, batch_dims=1)
-        word_ids = tf.where(
-            tf.equal(positions, tf.gather(separators, within, batch_dims=1)), self.end_of_segment_id, tokens
+            trimmed = getattr(tf_text, _TRIMMERS[self.truncator])(budget).trim(segments)
+        word_ids, type_ids = self._combine(trimmed)
+        input_word_ids, input_mask = tf_text.pad_model_inputs(
+            word_ids, self.seq_length, pad_value=self.padding_id
         )
-        word_ids = tf.where(tf.equal(positions, 0), self.start_of_sequence_id, word_ids)
+        input_type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
         return {
-            "input_word_ids": tf.where(is_token, word_ids, self.padding_id),
-            "input_mask": tf.cast(is_token, tf.int32),
-            "input_type_ids": tf.where(is_token, segment, 0),
+            "input_word_ids": input_word_ids,
+            "input_mask": input_mask,
+            "input_type_ids": input_type_ids,
         }
+
+    def _combine(self, trimmed: list[tf.RaggedTensor]) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+        """`[CLS] A [SEP] B [SEP] ...` as ragged word ids and type ids [batch, (tokens)], both int32.
+
+        Computes what `tf_text.combine_segments` does, but from dense columns: each segment padded to its
+        longest row, the [CLS]/[SEP] columns, and a boolean mask of the real tokens that
+        `tf.ragged.boolean_mask` applies. `combine_segments` concatenates ragged tensors along axis 1,
+        which transposes integer row indices; oneDNN's layout pass then logs a false
+        "DT_INT64 ... only supported on AVX-512" error line on every run.
+        """
+        special = tf.ones_like(tf.cast(trimmed[0].row_lengths(), tf.int32))[:, tf.newaxis]  # [batch, 1]
+        word_columns = [special * self.start_of_sequence_id]
+        type_columns = [special * 0]
+        keep_columns = [tf.ones_like(special, tf.bool)]
+        for type_id, segment in enumerate(trimmed):
+            dense = segment.to_tensor(self.padding_id)
+            word_columns += [dense, special * self.end_of_segment_id]
+            type_columns += [tf.fill(tf.shape(dense), type_id), special * type_id]
+            keep_columns += [
+                tf.sequence_mask(tf.cast(segment.row_lengths(), tf.int32), tf.shape(dense)[1]),
+                tf.ones_like(special, tf.bool),
+            ]
+        keep = tf.concat(keep_columns, axis=1)
+        return (
+            tf.ragged.boolean_mask(tf.concat(word_columns, axis=1), keep),
+            tf.ragged.boolean_mask(tf.concat(type_columns, axis=1), keep),
+        )
 
     @staticmethod
     def _as_ragged_ids(segment) -> tf.RaggedTensor:
