@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 
@@ -50,12 +51,34 @@ def _write(export_dir: str | os.PathLike, model: keras.Model, preprocessor, endp
     module.preprocessor = preprocessor
     signatures = {}
     for name, (fn, input_signature) in endpoints.items():
-        function = tf.function(fn, input_signature=input_signature, autograph=False)
+        function = _capture_first(fn, input_signature)
         setattr(module, name, function)
         signatures[name] = function
     export_dir = os.fspath(export_dir)
     tf.saved_model.save(module, export_dir, signatures=signatures)
     return export_dir
+
+
+def _capture_first(fn, input_signature: list[tf.TensorSpec]) -> tf.types.experimental.PolymorphicFunction:
+    """`fn` as a `tf.function` that captures its external tensors before calling into any layer.
+
+    A tensor first captured inside a layer's name scope (a variable's handle, the tokenizer's tables and
+    WordPiece model) becomes a function input with a scoped name, which the SavedModel signature then
+    renames, logging one long absl INFO line per signature on every export. Capturing every external
+    tensor of a first trace at the top level of the final trace keeps the plain names; the computation
+    is unchanged.
+    """
+    captured = tf.function(fn, input_signature=input_signature, autograph=False).get_concrete_function()
+    external = list(captured.captured_inputs)
+
+    @functools.wraps(fn)
+    def top_level_captures(*args):
+        graph = tf.compat.v1.get_default_graph()  # the function's FuncGraph
+        for index, tensor in enumerate(external):
+            graph.capture(tensor, name=f"captured_{index}")
+        return fn(*args)
+
+    return tf.function(top_level_captures, input_signature=input_signature, autograph=False)
 
 
 def export_saved_model(
@@ -222,11 +245,8 @@ def export_encoder(encoder: BertEncoder, preprocessor, export_dir: str | os.Path
             {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids},
             training=False,
         )
-        return {
-            "sequence_output": outputs["sequence_output"],
-            "pooled_output": outputs["pooled_output"],
-            "encoder_outputs": tf.stack(outputs["encoder_outputs"], axis=0),
-        }
+        # encoder_outputs is already one [L, B, S, H] tensor.
+        return {name: outputs[name] for name in ("sequence_output", "pooled_output", "encoder_outputs")}
 
     def serve(text):
         outputs = encoder(preprocessor(text), training=False)

@@ -18,8 +18,8 @@ import tensorflow as tf
 from keras_bert_lite.data.pretraining_files import check_pretraining_files, check_shape_arguments
 from keras_bert_lite.data.pretraining_format import PREDICTION_FEATURES
 from keras_bert_lite.data.pretraining_records import read_checked_records, unpack_features
-from keras_bert_lite.text.masking import MaskedLMMasker, mask_tokens
-from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer
+from keras_bert_lite.text.masking import MaskedLMMasker
+from keras_bert_lite.text.tokenizer import BertTokenizer
 
 
 def pretraining_dataset(
@@ -152,8 +152,8 @@ def _dynamic_masker(
 def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:
     """Restores the unmasked ids from the stored labels and draws new masks from `seed` [2] int64.
 
-    The masker's settings are applied through the stateless `mask_tokens`, not through the layer's
-    call, whose seed generator is a variable that would make the iterator impossible to save.
+    The masker's settings are applied through its stateless `mask`, not through the layer's call,
+    whose seed generator is a variable that would make the iterator impossible to save.
     """
     selected = features["masked_lm_weights"] > 0
     rows = tf.broadcast_to(tf.range(tf.shape(selected)[0])[:, tf.newaxis], tf.shape(selected))
@@ -161,22 +161,7 @@ def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Ten
     original = tf.tensor_scatter_nd_update(
         features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
     )
-    continuation_ids = None
-    if masker.whole_word_masking:
-        continuation_ids = [i for i, token in enumerate(masker.vocabulary) if token.startswith(SUFFIX_INDICATOR)]
-    masked = mask_tokens(
-        original,
-        seed,
-        vocab_size=masker.vocab_size,
-        mask_token_id=masker.mask_token_id,
-        special_token_ids=masker.special_token_ids,
-        padding_id=masker.padding_id,
-        selection_rate=masker.selection_rate,
-        mask_token_rate=masker.mask_token_rate,
-        random_token_rate=masker.random_token_rate,
-        max_predictions_per_seq=masker.max_predictions_per_seq,
-        continuation_ids=continuation_ids,
-    )
+    masked = masker.mask(original, seed)
     features = dict(features)
     features["input_ids"] = tf.ensure_shape(tf.cast(masked["input_word_ids"], tf.int32), original.shape)
     for name in PREDICTION_FEATURES:

@@ -166,7 +166,7 @@ class MaskedLMMasker(keras.layers.Layer):
     advances by one per call, so the n-th call of two maskers with the same seed gives the same mask (in
     `tf.data`, when the map runs sequentially). Works eagerly, in a `tf.function`, inside
     `tf.data.Dataset.map` on batched inputs, and inside Keras models. For explicit per-call seeds use the
-    stateless `mask_tokens` function.
+    stateless `mask` method (or the `mask_tokens` function).
 
     Args:
         vocab_size: random replacement ids are drawn from [0, vocab_size).
@@ -266,9 +266,33 @@ class MaskedLMMasker(keras.layers.Layer):
         )
 
     def call(self, input_word_ids):
+        return self.mask(input_word_ids, self.seed_generator.next())
+
+    def mask(self, input_word_ids, seed) -> dict[str, tf.Tensor]:
+        """Masks `input_word_ids` with this layer's settings and an explicit `seed`, statelessly.
+
+        The layer's own seed state is neither read nor advanced, so a `tf.data` pipeline that seeds
+        each batch itself (e.g. from `tf.data.Dataset.random`) holds no variable and its iterator can
+        be saved in a checkpoint.
+
+        Args:
+            input_word_ids: int32 [batch, seq_length], padded with `padding_id`.
+            seed: int32/int64 tensor of shape [2]; the same seed gives the same mask.
+
+        Returns:
+            The dict `call` returns (see `mask_tokens`).
+
+        Example:
+
+            >>> masker = MaskedLMMasker(vocab_size=30522, mask_token_id=103, special_token_ids=[0, 101, 102])
+            >>> ids = tf.constant([[101, 2023, 2003, 1037, 3231, 102, 0, 0]])
+            >>> first, again = masker.mask(ids, [1, 2]), masker.mask(ids, [1, 2])
+            >>> bool(tf.reduce_all(first["input_word_ids"] == again["input_word_ids"]))
+            True
+        """
         return mask_tokens(
             input_word_ids,
-            self.seed_generator.next(),
+            seed,
             vocab_size=self.vocab_size,
             mask_token_id=self.mask_token_id,
             special_token_ids=self.special_token_ids,

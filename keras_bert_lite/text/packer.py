@@ -96,9 +96,7 @@ class BertPackInputs(keras.layers.Layer):
         else:
             segments = _check_same_batch_size(segments)
             trimmed = getattr(tf_text, _TRIMMERS[self.truncator])(budget).trim(segments)
-        word_ids, type_ids = tf_text.combine_segments(
-            trimmed, self.start_of_sequence_id, self.end_of_segment_id
-        )
+        word_ids, type_ids = self._combine(trimmed)
         input_word_ids, input_mask = tf_text.pad_model_inputs(
             word_ids, self.seq_length, pad_value=self.padding_id
         )
@@ -108,6 +106,33 @@ class BertPackInputs(keras.layers.Layer):
             "input_mask": input_mask,
             "input_type_ids": input_type_ids,
         }
+
+    def _combine(self, trimmed: list[tf.RaggedTensor]) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+        """`[CLS] A [SEP] B [SEP] ...` as ragged word ids and type ids [batch, (tokens)], both int32.
+
+        Computes what `tf_text.combine_segments` does, but from dense columns: each segment padded to its
+        longest row, the [CLS]/[SEP] columns, and a boolean mask of the real tokens that
+        `tf.ragged.boolean_mask` applies. `combine_segments` concatenates ragged tensors along axis 1,
+        which transposes integer row indices; oneDNN's layout pass then logs a false
+        "DT_INT64 ... only supported on AVX-512" error line on every run.
+        """
+        special = tf.ones_like(tf.cast(trimmed[0].row_lengths(), tf.int32))[:, tf.newaxis]  # [batch, 1]
+        word_columns = [special * self.start_of_sequence_id]
+        type_columns = [special * 0]
+        keep_columns = [tf.ones_like(special, tf.bool)]
+        for type_id, segment in enumerate(trimmed):
+            dense = segment.to_tensor(self.padding_id)
+            word_columns += [dense, special * self.end_of_segment_id]
+            type_columns += [tf.fill(tf.shape(dense), type_id), special * type_id]
+            keep_columns += [
+                tf.sequence_mask(tf.cast(segment.row_lengths(), tf.int32), tf.shape(dense)[1]),
+                tf.ones_like(special, tf.bool),
+            ]
+        keep = tf.concat(keep_columns, axis=1)
+        return (
+            tf.ragged.boolean_mask(tf.concat(word_columns, axis=1), keep),
+            tf.ragged.boolean_mask(tf.concat(type_columns, axis=1), keep),
+        )
 
     @staticmethod
     def _as_ragged_ids(segment) -> tf.RaggedTensor:

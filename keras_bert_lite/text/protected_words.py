@@ -74,12 +74,12 @@ class ProtectedWords:
             id of a word kept whole or -1 (int32 [num_parts]). Whitespace between words may be dropped, and
             NUL bytes read as U+0001 (normalisation removes both).
         """
-        import tensorflow_text as tf_text  # loaded on use (~120 MB resident)
-
         # tensorflow-text's regex split stops at a NUL byte; normalisation removes NUL and U+0001 alike.
-        parts, starts, ends = tf_text.regex_split_with_offsets(
-            tf.strings.regex_replace(strings, r"\x00", "\x01"), self._split_pattern, self._keep_pattern
-        )
+        strings = tf.strings.regex_replace(strings, r"\x00", "\x01")
+        if self._unused:
+            parts, starts, ends = self._split_unused_rows_by_word(strings)
+        else:
+            parts, starts, ends = _regex_split(strings, self._split_pattern, self._keep_pattern)
         flat = parts.flat_values
         ids = tf.fill(tf.shape(flat), -1)
         if self._special:
@@ -88,3 +88,46 @@ class ProtectedWords:
             cleaned = normalize_text(flat, lower_case=False, strip_accents=False)
             ids = tf.maximum(ids, _lookup(cleaned, _UNUSED_CANDIDATE, *zip(*self._unused)))
         return parts, starts, ends, ids
+
+    def _split_unused_rows_by_word(
+        self, strings: tf.Tensor
+    ) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.RaggedTensor]:
+        """Splits only the rows that may hold `[unusedN]` into words; the others at special tokens only.
+
+        One part per word makes every later step per part, so rows that cannot hold `[unusedN]` (none
+        after control characters are removed) keep their text in as few parts as without the option.
+        WordPiece's own whitespace and CJK split makes the ids the same either way.
+        """
+        by_word = tf.strings.regex_full_match(
+            normalize_text(strings, lower_case=False, strip_accents=False), r"(?s).*\[unused.*"
+        )
+        slow = _regex_split(tf.where(by_word, strings, ""), self._split_pattern, self._keep_pattern)
+        fast_strings = tf.where(by_word, "", strings)
+        if self._special:
+            fast = _regex_split(fast_strings, _SPECIAL_PATTERN, _SPECIAL_PATTERN)
+        else:  # the whole row is one part (an empty row none)
+            lengths = tf.strings.length(fast_strings, unit="BYTE")
+            fast = tuple(
+                tf.RaggedTensor.from_tensor(column[:, tf.newaxis], lengths=tf.minimum(lengths, 1))
+                for column in (fast_strings, tf.zeros_like(lengths, tf.int64), tf.cast(lengths, tf.int64))
+            )
+        # Every row's parts come from one of the two splits (the other has none): merge them by row.
+        rows = tf.concat([slow[0].value_rowids(), fast[0].value_rowids()], axis=0)
+        order = tf.argsort(rows, stable=True)
+        return tuple(
+            tf.RaggedTensor.from_value_rowids(
+                tf.gather(tf.concat([a.flat_values, b.flat_values], axis=0), order),
+                tf.gather(rows, order),
+                nrows=tf.shape(strings, out_type=tf.int64)[0],
+            )
+            for a, b in zip(slow, fast)
+        )
+
+
+def _regex_split(
+    strings: tf.Tensor, pattern: str, keep_pattern: str
+) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.RaggedTensor]:
+    """`tf_text.regex_split_with_offsets` of strings [N]: parts, starts and ends, ragged [N, (parts)]."""
+    import tensorflow_text as tf_text  # loaded on use (~120 MB resident)
+
+    return tf_text.regex_split_with_offsets(strings, pattern, keep_pattern)

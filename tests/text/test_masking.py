@@ -109,6 +109,27 @@ def test_seeded_masks_are_reproducible_and_change_per_call(real_batch):
     assert np.array_equal(f1["input_word_ids"], f2["input_word_ids"])
 
 
+def test_mask_method_applies_the_layer_settings_statelessly(real_batch):
+    tokenizer, ids = real_batch
+    batch = tf.constant(ids[:256])
+    masker = _masker(tokenizer, whole_word_masking=True, selection_rate=0.2, mask_token_rate=0.5,
+                     random_token_rate=0.3)
+    state = masker.seed_generator.state.numpy().copy()
+    seed = tf.constant([5, 6])
+    out = masker.mask(batch, seed)
+    expected = mask_tokens(
+        batch, seed, vocab_size=tokenizer.vocab_size, mask_token_id=tokenizer.mask_id,
+        special_token_ids=[tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id], padding_id=tokenizer.pad_id,
+        selection_rate=0.2, mask_token_rate=0.5, random_token_rate=0.3, max_predictions_per_seq=MAX_PRED,
+        continuation_ids=[i for i, t in enumerate(tokenizer.vocabulary) if t.startswith("##")],
+    )
+    for name in expected:
+        np.testing.assert_array_equal(out[name], expected[name])
+    np.testing.assert_array_equal(masker.seed_generator.state, state)  # the layer's seed state is untouched
+    again = tf.function(masker.mask)(batch, seed)
+    np.testing.assert_array_equal(again["input_word_ids"], out["input_word_ids"])
+
+
 def test_whole_word_masking_selects_whole_words(real_batch):
     tokenizer, ids = real_batch
     ids = ids[:1024]

@@ -191,3 +191,65 @@ def test_packing_generated_batches():
             assert types == expected_types + [0] * padding
 
     check()
+
+
+def _combine_segments_reference(segments, seq_length, truncator):
+    """What BertPackInputs computed before: tensorflow_text's trimmer, combine_segments, pad_model_inputs."""
+    import tensorflow_text as tf_text
+
+    budget = seq_length - 1 - len(segments)
+    if len(segments) == 1:
+        trimmed = [segments[0][:, :budget]]
+    else:
+        trimmer = {"round_robin": tf_text.RoundRobinTrimmer, "waterfall": tf_text.WaterfallTrimmer}
+        trimmed = trimmer[truncator](budget).trim(segments)
+    word_ids, type_ids = tf_text.combine_segments(trimmed, CLS, SEP)
+    input_word_ids, input_mask = tf_text.pad_model_inputs(word_ids, seq_length, pad_value=PAD)
+    input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
+    return {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
+
+
+@pytest.mark.parametrize("truncator", ["round_robin", "waterfall"])
+def test_identical_to_combine_segments_on_random_batches(truncator):
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        num_segments = 1 + trial % 3
+        budget = [0, 1, int(rng.integers(2, 12))][trial % 3 if trial < 30 else 2]
+        seq_length = budget + 1 + num_segments
+        batch = int(rng.integers(1, 5))
+        segments = [
+            tf.ragged.constant(
+                [list(rng.integers(1000, 2000, size=int(rng.choice([0, rng.integers(0, 15)]))))
+                 for _ in range(batch)],
+                dtype=tf.int32, ragged_rank=1,
+            )
+            for _ in range(num_segments)
+        ]
+        packer = BertPackInputs(seq_length, start_of_sequence_id=CLS, end_of_segment_id=SEP,
+                                padding_id=PAD, truncator=truncator)
+        got = packer(segments if num_segments > 1 else segments[0])
+        want = _combine_segments_reference(segments, seq_length, truncator)
+        for name in want:
+            assert got[name].dtype == want[name].dtype, name
+            np.testing.assert_array_equal(got[name].numpy(), want[name].numpy(), err_msg=name)
+
+
+def test_packing_logs_no_onednn_layout_error():
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import tensorflow as tf\n"
+        "from keras_bert_lite.text.packer import BertPackInputs\n"
+        "packer = BertPackInputs(12, start_of_sequence_id=101, end_of_segment_id=102)\n"
+        "segments = [tf.ragged.constant([[1, 2, 3], [4]]), tf.ragged.constant([[5, 6], [7, 8, 9, 10]])]\n"
+        "for fn in (packer, tf.function(packer)):\n"
+        "    print(fn(segments)['input_word_ids'].numpy().tolist())\n"
+        "    print(fn(segments[0])['input_word_ids'].numpy().tolist())\n"
+    )
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1", TF_CPP_MIN_LOG_LEVEL="0")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                            timeout=300, check=True)
+    assert "[101, 1, 2, 3, 102, 5, 6, 102, 0, 0, 0, 0]" in result.stdout
+    assert "DT_INT64" not in result.stderr and "only supported on AVX-512" not in result.stderr, result.stderr

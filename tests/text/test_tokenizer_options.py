@@ -210,3 +210,20 @@ def test_where_google_and_hugging_face_differ_and_what_the_defaults_follow(minil
     # Unicode tables: U+061D is punctuation since Unicode 14 (Python 3.11's database), unknown to HF's.
     g, h, o = tokens("a\u061db")
     assert g == o == ["a", "[UNK]", "b"] and h == ["[UNK]"]
+
+
+@pytest.mark.parametrize("special_tokens_in_strings", [False, True])
+def test_preserve_unused_tokens_leaves_other_rows_as_without_it(real_vocab_file, real_sentences,
+                                                                special_tokens_in_strings):
+    # Rows without "[unused" (after control characters are removed) skip the word-by-word split; their
+    # ids and offsets must be those of the tokenizer without the option, in a batch mixing both kinds.
+    texts = [*real_sentences[:40], "a [unu\x07sed3] b [CLS]", "", " \t ", "中文 [MASK] x", "[unused7]"]
+    options = dict(lower_case=True, max_chars_per_token=200, special_tokens_in_strings=special_tokens_in_strings)
+    plain = BertTokenizer(real_vocab_file, **options)
+    preserving = BertTokenizer(real_vocab_file, preserve_unused_tokens=True, **options)
+    got = [t.to_list() for t in preserving.tokenize_with_offsets(tf.constant(texts))]
+    want = [t.to_list() for t in plain.tokenize_with_offsets(tf.constant(texts))]
+    for row in [*range(40), 41, 42, 43]:
+        assert [g[row] for g in got] == [w[row] for w in want], texts[row]
+    assert got[0][40][1] == preserving.token_to_id("[unused3]")  # the control character is removed
+    assert got[0][44] == [preserving.token_to_id("[unused7]")]
