@@ -171,7 +171,7 @@ def _classifier_endpoint(model: BertClassifier, preprocessor, labels, text_pair:
     names = None if model.num_classes == 1 else _label_table(labels, model.num_classes)
 
     def outputs(texts):
-        logits = model(preprocessor(texts), training=False)
+        logits = model(_without_shared_padding(preprocessor(texts)), training=False)
         if names is None:
             return {"predictions": logits[:, 0]}
         label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -185,6 +185,18 @@ def _classifier_endpoint(model: BertClassifier, preprocessor, labels, text_pair:
     if text_pair:
         return (lambda text_a, text_b: outputs((text_a, text_b))), [_STRINGS, _STRINGS]
     return (lambda text: outputs(text)), [_STRINGS]
+
+
+def _without_shared_padding(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The packed inputs [B, seq_length] cut to [B, L], L the longest row's length (with [CLS]/[SEP]).
+
+    Padding is masked out of attention, so no output at a real token depends on it: a classifier
+    gives the same logits (up to float rounding) on the shorter inputs, and a batch of short texts
+    costs its own length instead of `seq_length` (a single short string, the usual online request,
+    most of all).
+    """
+    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)  # 1: an empty batch
+    return {name: value[:, :length] for name, value in inputs.items()}
 
 
 def _span_endpoint(model: BertSpanLabeler, preprocessor, options: dict):

@@ -122,7 +122,10 @@ def exported(tmp_path_factory, real_vocab_file):
 
 def test_classifier_serves_probabilities_and_labels(exported):
     _, preprocessor, _, models, served, _ = exported
-    logits = models["classifier"](preprocessor((tf.constant(TEXT_A), tf.constant(TEXT_B))), training=False)
+    inputs = preprocessor((tf.constant(TEXT_A), tf.constant(TEXT_B)))
+    # The served graph runs on the inputs cut to the longest pair; the model here on all seq_length.
+    assert int(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1))) < preprocessor.seq_length
+    logits = models["classifier"](inputs, training=False)
     np.testing.assert_allclose(served["classifier/logits"], logits, atol=1e-5)
     np.testing.assert_allclose(served["classifier/probabilities"], tf.nn.softmax(logits), atol=1e-5)
     ids = np.argmax(logits, axis=-1)
