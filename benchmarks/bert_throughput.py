@@ -68,29 +68,33 @@ import tqdm  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list(
-    "configs", ["small", "base"],
-    "Configs: small (L4 H256 A4 I1024, batch 32), base (L12 H768 A12 I3072, batch 8), large (L24 H1024 "
-    "A16 I4096, batch 8).",
-)
-flags.DEFINE_integer("batch_size", None, "Sequences per step for every config (default: each config's own).")
-flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
-flags.DEFINE_list(
-    "libraries",
-    ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "matmuls", "matmuls_xla",
-     "ours_bf16", "keras_hub_bf16", "hf_bf16"],
-    "Rows to measure: ours, keras_hub, hf, matmuls; suffix _xla: steps compiled with "
-    "jit_compile=True (not hf); _bf16, also after _xla: bfloat16 matmuls (Keras mixed_bfloat16 "
-    "policy / torch.autocast), compared only with bf16 rows (not matmuls); matmuls: only the "
-    "counted matrix products.",
-)
-flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
-flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
-flags.DEFINE_integer(
-    "rounds", 2, "Each measurement is repeated this many times, rounds interleaved across rows, "
-    "and the fastest kept (the machine may be shared)."
-)
-flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
+
+
+def define_flags():
+    """The command-line flags, defined only when the script runs (importing it defines none)."""
+    flags.DEFINE_list(
+        "configs", ["small", "base"],
+        "Configs: small (L4 H256 A4 I1024, batch 32), base (L12 H768 A12 I3072, batch 8), large (L24 H1024 "
+        "A16 I4096, batch 8).",
+    )
+    flags.DEFINE_integer("batch_size", None, "Sequences per step for every config (default: each config's own).")
+    flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
+    flags.DEFINE_list(
+        "libraries",
+        ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "matmuls", "matmuls_xla",
+         "ours_bf16", "keras_hub_bf16", "hf_bf16"],
+        "Rows to measure: ours, keras_hub, hf, matmuls; suffix _xla: steps compiled with "
+        "jit_compile=True (not hf); _bf16, also after _xla: bfloat16 matmuls (Keras mixed_bfloat16 "
+        "policy / torch.autocast), compared only with bf16 rows (not matmuls); matmuls: only the "
+        "counted matrix products.",
+    )
+    flags.DEFINE_integer("steps", 20, "Timed steps per measurement (after warm-up).")
+    flags.DEFINE_integer("warmup", 3, "Untimed steps (tracing, compilation).")
+    flags.DEFINE_integer(
+        "rounds", 2, "Each measurement is repeated this many times, rounds interleaved across rows, "
+        "and the fastest kept (the machine may be shared)."
+    )
+    flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
 CONFIGS = {  # layers, hidden, heads, intermediate, default batch
@@ -534,4 +538,5 @@ def main(argv):
             sys.stdout.flush()
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -268,8 +268,10 @@ def adamw_step(variable, momentum, velocity, gradient, alpha, momentum_rate, vel
 
         m += (g - m) momentum_rate;  v += (g^2 - v) velocity_rate;  w -= alpha m / (sqrt(v) + epsilon)
 
-    Accelerated, XLA fuses it into one pass over the four tensors instead of about a dozen ops
-    that each read and write a whole variable-sized tensor (and keep temporaries of that size).
+    Accelerated, XLA fuses the arithmetic into one pass over the four tensors instead of about a
+    dozen ops that each read and write a whole variable-sized tensor. The compiled function takes
+    and returns tensors only: a trace that held a variable would outlive it (and be reused for a
+    new variable of the same shape), so the three assignments stay outside.
 
     Args:
         variable, momentum, velocity: float `tf.Variable`s of one shape.
@@ -277,17 +279,24 @@ def adamw_step(variable, momentum, velocity, gradient, alpha, momentum_rate, vel
         alpha: the bias-corrected step size; momentum_rate, velocity_rate: 1 - beta_1,
             1 - beta_2; epsilon: Adam's epsilon (all float scalars of the variable's dtype).
     """
-    step = _compiled_adamw_step if enabled() else _adamw_step
-    step(variable, momentum, velocity, gradient, alpha, momentum_rate, velocity_rate, epsilon)
+    step = _compiled_adam_values if enabled() else _adam_values
+    new_variable, new_momentum, new_velocity = step(
+        variable.read_value(), momentum.read_value(), velocity.read_value(), gradient,
+        alpha, momentum_rate, velocity_rate, epsilon,
+    )
+    momentum.assign(new_momentum)
+    velocity.assign(new_velocity)
+    variable.assign(new_variable)
 
 
-def _adamw_step(variable, momentum, velocity, gradient, alpha, momentum_rate, velocity_rate, epsilon):
-    momentum.assign_add((gradient - momentum) * momentum_rate)
-    velocity.assign_add((tf.square(gradient) - velocity) * velocity_rate)
-    variable.assign_sub(alpha * momentum / (tf.sqrt(velocity) + epsilon))
+def _adam_values(variable, momentum, velocity, gradient, alpha, momentum_rate, velocity_rate, epsilon):
+    """Tensors [*], [*], [*], [*] and scalars -> the updated (variable, momentum, velocity)."""
+    momentum = momentum + (gradient - momentum) * momentum_rate
+    velocity = velocity + (tf.square(gradient) - velocity) * velocity_rate
+    return variable - alpha * momentum / (tf.sqrt(velocity) + epsilon), momentum, velocity
 
 
-_compiled_adamw_step = tf.function(_adamw_step, jit_compile=True, autograph=False)
+_compiled_adam_values = tf.function(_adam_values, jit_compile=True, autograph=False)
 
 
 @functools.cache  # one compiled program per function and shape, shared by every layer using it
