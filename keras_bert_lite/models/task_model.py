@@ -177,7 +177,8 @@ class TextTaskModel(EncoderTaskModel):
                 the last step of the next `fit` call, which sizes it from its data and epochs. Or
                 any Keras optimizer.
             loss: "auto" (default): the task's loss on the model's logits. Or any Keras loss.
-            metrics: "auto" (default): the task's metrics (accuracy for classifiers). Or a list.
+            metrics: "auto" (default): the task's metrics (accuracy for classifiers) with the "auto"
+                loss, none with another loss. Or a list.
             learning_rate: the peak learning rate of the "auto" optimizer (default 5e-5).
             warmup_proportion: its fraction of warmup steps (default 0.1).
             **kwargs: other `keras.Model.compile` arguments (`jit_compile`, `weighted_metrics`, ...).
@@ -198,11 +199,14 @@ class TextTaskModel(EncoderTaskModel):
                              "give them to your optimizer instead.")
         else:
             settings = None
-        if isinstance(loss, str) and loss == "auto":
+        default_loss = isinstance(loss, str) and loss == "auto"
+        if default_loss:
             loss = defaults.get("loss")
         if isinstance(metrics, str) and metrics == "auto":
-            metrics = defaults.get("metrics")
-            kwargs.setdefault("weighted_metrics", defaults.get("weighted_metrics"))
+            # The task's metrics go with the task's loss; with their own loss, people pick their own metrics.
+            metrics = defaults.get("metrics") if default_loss else None
+            if default_loss:
+                kwargs.setdefault("weighted_metrics", defaults.get("weighted_metrics"))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         self.default_optimizer = settings
 
