@@ -166,3 +166,15 @@ def test_lora_and_quantized_text_models_save_and_load(folders, edit, tmp_path):
     loaded = keras.saving.load_model(tmp_path / "edited.keras")
     assert loaded.label_names == ("n", "p")
     np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), expected, atol=1e-6)
+
+
+def test_the_text_path_is_exported_at_top_level():
+    import keras_bert_lite as kbl
+    from keras_bert_lite.data import check_pretraining_files
+    from keras_bert_lite.models import checkpoint_folder, saving, text_inputs
+
+    assert (kbl.from_checkpoint, kbl.find_checkpoint) == (checkpoint_folder.from_checkpoint,
+                                                         checkpoint_folder.find_checkpoint)
+    assert (kbl.text_dataset, kbl.save_model) == (text_inputs.text_dataset, saving.save_model)
+    assert kbl.check_pretraining_files is check_pretraining_files
+    assert {"from_checkpoint", "find_checkpoint", "text_dataset", "save_model"} <= set(kbl.__all__)
