@@ -85,3 +85,15 @@ def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offs
     assert entities[0]["score"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"y\[0\] has 1 tags for the 2 words of x\[0\]"):
         tagger.fit(["Angela Merkel"], [["I-PER"]], verbose=0)
+
+
+def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
+    from keras_bert_lite.models.feature_extractor import BertFeatureExtractor
+
+    encoder, preprocessor = parts
+    extractor = BertFeatureExtractor(encoder, layer_indices=(-1,), preprocessor=preprocessor)
+    texts = ["Who wrote it?", "Angela Merkel visited Paris."]
+    features = extractor.predict(texts, verbose=0)
+    assert features.shape == (2, 24, encoder.config.hidden_size)
+    ids = preprocessor(tf.constant(texts))
+    np.testing.assert_allclose(features, extractor.predict(ids, verbose=0), atol=1e-6)  # same graph, float32
