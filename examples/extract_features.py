@@ -35,6 +35,7 @@ flags.DEFINE_enum("combine", "concat", list(COMBINE_MODES), "How .npz output com
 flags.DEFINE_integer("batch_size", 32, "Texts per batch.")
 flags.mark_flags_as_required(["input_file", "output_file"])
 common.define_model_flags(max_seq_length=128)
+flags.adopt_module_key_flags(common)
 
 
 # The original extract_features.py's rule for a pair line.

@@ -5,8 +5,9 @@
 
 Long contexts are split into windows `--doc_stride` tokens apart; answers are chosen with the
 paper's span scoring (n-best 20, at most 30 tokens) and mapped back to the original context.
-After every epoch the official EM/F1 are computed on --predict_file and the best model is kept
-(`best_model.keras`); then `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0)
+Training runs through `common.fine_tune` (--max_steps, resume after a kill, TensorBoard logs in
+--output_dir/logs). After every epoch the official EM/F1 are computed on --predict_file and the
+best model is kept (`best_model.keras`, without optimizer state); then `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0)
 and `eval_results.json` are written. With --export_dir, the SavedModel answers raw (question,
 context) strings with the same windows and span scoring as the evaluation.
 """
@@ -42,6 +43,7 @@ flags.DEFINE_integer("max_answer_length", 30, "Longest answer in tokens.")
 flags.DEFINE_float("null_score_diff_threshold", 0.0, "SQuAD 2.0: answer '' above this null-score margin.")
 flags.mark_flags_as_required(["train_file", "predict_file"])
 common.define_flags(max_seq_length=384, learning_rate=5e-5)
+flags.adopt_module_key_flags(common)
 
 
 def features_for(examples: list[SquadExample], tokenizer) -> SquadFeatures:
@@ -78,12 +80,12 @@ def main(argv):
     def evaluate():
         return squad_evaluate(dev, answers_for(model, dev, dev_features).answers)
 
-    best_path = os.path.join(FLAGS.output_dir, "best_model.keras")
-    keep_best = common.KeepBest(evaluate, "f1", best_path)
-    train_ds = squad_dataset(train_features, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
-    model.fit(train_ds, epochs=FLAGS.num_train_epochs, callbacks=[keep_best], verbose=1)
+    def train_batches():
+        return squad_dataset(train_features, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
 
-    model = keras.models.load_model(best_path, compile=False)
+    keep_best = common.fine_tune(model, train_batches, evaluate, "f1")
+
+    model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
     predictions = answers_for(model, dev, dev_features)
     results = squad_evaluate(dev, predictions.answers)
     common.write_json(os.path.join(FLAGS.output_dir, "predictions.json"), predictions.answers)

@@ -4,11 +4,16 @@
     encoder = kbl.BertEncoder(kbl.BertConfig.preset("base"))
     prep = kbl.BertPreprocessor("vocab.txt", seq_length=128)
     outputs = encoder(prep(["the cat sat on the mat"]))
+
+    clf = kbl.BertClassifier.from_checkpoint("all-MiniLM-L6-v2", num_classes=2, seq_length=128)
+    clf.fit(["a warm, funny film", "dull"], [1, 0], epochs=3)   # BERT's AdamW schedule by default
+    clf.predict(["an instant classic"])                          # probabilities
 """
 
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.data import (
     builtin_documents,
+    check_pretraining_files,
     create_pretraining_data,
     pretraining_dataset,
     read_documents,
@@ -41,8 +46,11 @@ from keras_bert_lite.models import (
     BertSpanLabeler,
     BertTokenClassifier,
     pretraining_losses,
+    save_model,
     span_loss,
+    text_dataset,
 )
+from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
 from keras_bert_lite.text import (
     BertPackInputs,
     BertPreprocessor,
@@ -85,11 +93,14 @@ __all__ = [
     "TransformerEncoderBlock",
     "build_vocab",
     "builtin_documents",
+    "check_pretraining_files",
     "create_optimizer",
     "create_pretraining_data",
     "export_encoder",
     "export_pretrained",
     "export_saved_model",
+    "find_checkpoint",
+    "from_checkpoint",
     "from_google_checkpoint",
     "from_hf_checkpoint",
     "get_strategy",
@@ -102,5 +113,7 @@ __all__ = [
     "run_pretraining",
     "save_google_checkpoint",
     "save_hf_checkpoint",
+    "save_model",
     "span_loss",
+    "text_dataset",
 ]

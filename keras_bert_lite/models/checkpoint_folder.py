@@ -10,12 +10,13 @@ loading anything; `from_checkpoint` loads the encoder and a matching preprocesso
   or the checkpoint prefix inside one (`.../bert_model.ckpt`, as the original scripts take it).
 - "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`.
 
-Whether the vocabulary is uncased (lower-case and strip accents before WordPiece) is read from
-the folder: `tokenizer_config.json`'s `do_lower_case` when there is one (Hugging Face), else
-from the vocabulary itself, which is uncased exactly when none of its tokens has an upper-case
-letter (WordPiece learned on lower-cased text cannot produce one). That holds for every Google
-and Hugging Face BERT vocabulary and needs no naming convention, so a renamed release folder
-is still read right.
+Whether the vocabulary is uncased (lower-case and strip accents before WordPiece) is decided by
+the same rule as each kind's own loader, so a folder reads the same whichever way it is loaded:
+Hugging Face folders by `tokenizer_config.json`'s `do_lower_case` (True, transformers' default,
+without one: `read_hf_lower_case`); Google folders by Google's names (`uncased_*`, `cased_*`),
+else by the vocabulary (`lower_case_for_folder`); our folders by the vocabulary, which is uncased
+exactly when none of its tokens has an upper-case letter (`lower_case_from_vocabulary`;
+WordPiece learned on lower-cased text cannot produce one).
 
 Example:
 
@@ -35,11 +36,14 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.config import read_json_file
 from keras_bert_lite.interop import from_google_checkpoint, from_hf_checkpoint, resolve_checkpoint_prefix
 from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
-from keras_bert_lite.interop.huggingface import CONFIG_NAME
-from keras_bert_lite.interop.release import make_preprocessor
+from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME, read_hf_lower_case
+from keras_bert_lite.interop.release import (
+    lower_case_for_folder,
+    lower_case_from_vocabulary,
+    make_preprocessor,
+)
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import load_vocabulary
@@ -48,7 +52,6 @@ CHECKPOINT_KINDS = ("keras", "google", "hugging_face")
 KERAS_ENCODER_NAME = "encoder.keras"
 GOOGLE_CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
-TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 _HF_WEIGHT_NAMES = (SAFETENSORS_NAME, SAFETENSORS_INDEX_NAME, PYTORCH_NAME)
 
 
@@ -123,7 +126,7 @@ def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | Non
                 "file explicitly (vocab_file=...)."
             )
     vocab_file = os.fspath(vocab_file)
-    lower_case, source = _lower_case(directory, vocab_file)
+    lower_case, source = _lower_case(kind, directory, vocab_file)
     return CheckpointFolder(kind, directory, weights, vocab_file, lower_case, source)
 
 
@@ -192,17 +195,18 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     )
 
 
-def _lower_case(directory: str, vocab_file: str) -> tuple[bool, str]:
-    """(lower_case, where it was read): tokenizer_config.json, else the vocabulary's tokens."""
-    config_path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
-    if tf.io.gfile.exists(config_path):
-        value = read_json_file(config_path, "Tokenizer config").get("do_lower_case")
-        if isinstance(value, bool):
-            return value, f"do_lower_case in {config_path}"
-    cased = [
-        token for token in load_vocabulary(vocab_file)
-        if token != token.lower() and not (token.startswith("[") and token.endswith("]"))
-    ]
-    if cased:
-        return False, f"the vocabulary {vocab_file} is cased: it has upper-case tokens such as {cased[0]!r}"
-    return True, f"the vocabulary {vocab_file} is uncased: it has no upper-case tokens"
+def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
+    """(lower_case, why) by the rule of the kind's loader (see the module docstring)."""
+    if kind == "hugging_face":
+        config_path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
+        found = tf.io.gfile.exists(config_path)
+        why = f"do_lower_case in {config_path}" if found else f"no {config_path}: transformers' default"
+        return read_hf_lower_case(directory), why
+    tokens = load_vocabulary(vocab_file)
+    if kind == "google":
+        lower_case = lower_case_for_folder(directory, tokens)
+        if lower_case_from_vocabulary(tokens) != lower_case:
+            return lower_case, f"the Google folder's name {os.path.basename(directory)}"
+    else:
+        lower_case = lower_case_from_vocabulary(tokens)
+    return lower_case, f"the vocabulary {vocab_file} is {'uncased' if lower_case else 'cased'}"

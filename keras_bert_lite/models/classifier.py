@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import keras
+import numpy as np
+from keras import ops
 
 from keras_bert_lite.layers import ClassificationHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import EncoderTaskModel
+from keras_bert_lite.models.task_model import TextTaskModel
+from keras_bert_lite.models.text_inputs import text_dataset
+from keras_bert_lite.text.preprocessor import BertPreprocessor
+
+
+def check_label_names(label_names: Sequence[str] | None, num_classes: int, model_name: str) -> tuple[str, ...] | None:
+    """`label_names` as a tuple, checked to name each of `num_classes` classes once."""
+    if label_names is None:
+        return None
+    if isinstance(label_names, str) or not all(isinstance(name, str) for name in label_names):
+        raise ValueError(f"{model_name}: label_names must be a list of strings, got {label_names!r}.")
+    names = tuple(label_names)
+    if len(names) != num_classes or len(set(names)) != len(names):
+        raise ValueError(
+            f"{model_name}: label_names must name each of the {num_classes} classes once, got {list(names)}."
+        )
+    return names
+
+
+def check_num_classes(num_classes, model_name: str) -> None:
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertClassifier(EncoderTaskModel):
+class BertClassifier(TextTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
 
     The encoder's last layer is computed only at [CLS] (the encoder's `output_positions`): the
@@ -20,29 +45,45 @@ class BertClassifier(EncoderTaskModel):
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
         num_classes: number of classes; 1 makes a regression model (e.g. STS-B similarity).
         dropout_rate: dropout on the pooled output before the dense layer (training only).
+        label_names: optional names of the classes in id order (kept in the config): labels
+            `fit` and `evaluate` accept in place of ids, and what `predict_labels` returns.
+        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), for
+            raw text in `fit`, `evaluate` and `predict`; `from_checkpoint` sets it.
 
-    Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`.
+    Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
+    `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or
+    `(text_a, text_b)` pairs (see `keras_bert_lite.models.text_inputs.text_dataset`).
 
-    Output:
-        float32 logits [batch, num_classes] (for num_classes=1, the predicted value [batch, 1]).
-        Train with `SparseCategoricalCrossentropy(from_logits=True)` on int labels in
-        [0, num_classes), or `MeanSquaredError` for regression.
+    Outputs:
+        Calling the model: float32 logits [batch, num_classes] (for num_classes=1, the value
+        [batch, 1]). `predict`: probabilities (softmax of the logits) [N, num_classes], or the
+        values [N, 1] for regression. `predict_labels`: the most probable class names.
 
-    Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`.
+    Training: `compile()` with no arguments (or none at all before `fit`) uses BERT's AdamW with
+    warmup and linear decay over the `fit` call, `SparseCategoricalCrossentropy(from_logits=True)`
+    and accuracy (`MeanSquaredError` for regression).
+
+    Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
+    `preprocessor`.
 
     Example:
 
-        >>> clf = BertClassifier(BertEncoder(BertConfig.preset("tiny")), num_classes=3)
-        >>> clf.compile(optimizer="adam",
-        ...             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        >>> clf.fit(dataset, epochs=3)  # dataset yields (features, int labels [batch])
+        >>> clf = BertClassifier.from_checkpoint("all-MiniLM-L6-v2", num_classes=2, seq_length=64,
+        ...                                      label_names=["negative", "positive"])
+        >>> clf.fit(["a warm, funny film", "dull and slow"], ["positive", "negative"], epochs=3)
+        >>> clf.predict(["an instant classic"])          # probabilities [1, 2]
+        >>> clf.predict_labels(["an instant classic"])   # ["positive"]
+        >>> clf.save("clf.keras")                        # weights, config and vocabulary
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout_rate")
+    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names")
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(f"BertClassifier: num_classes must be a positive integer, got {num_classes!r}.")
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
+                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None, **kwargs):
+        check_num_classes(num_classes, "BertClassifier")
+        label_names = check_label_names(label_names, num_classes, "BertClassifier")
+        if label_names is not None and num_classes == 1:
+            raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names.")
         inputs = encoder_inputs()
         classifier = ClassificationHead(
             num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
@@ -52,7 +93,54 @@ class BertClassifier(EncoderTaskModel):
         logits = classifier(encoder(inputs, output_positions=no_positions)["pooled_output"])
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.encoder = encoder
+        self.attach(encoder, preprocessor)
         self.classifier = classifier
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
+        self.label_names = label_names
+
+    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
+        if y is not None and self.label_names is not None:
+            y = self._label_ids(y)
+        return text_dataset(x, y, sample_weight, preprocessor=self.require_preprocessor(), batch_size=batch_size,
+                            shuffle=shuffle, num_classes=self.num_classes)
+
+    def _label_ids(self, y):
+        """Label names in `y` as class ids (ids stay as they are)."""
+        values = np.asarray(y, dtype=object)
+        if values.ndim != 1 or not any(isinstance(value, str) for value in values):
+            return y
+        index = {name: i for i, name in enumerate(self.label_names)}
+        for i, value in enumerate(values):
+            if value not in index:
+                raise ValueError(f"y[{i}] is {value!r}, not one of the label names {list(self.label_names)}.")
+        return np.array([index[value] for value in values], "int32")
+
+    def default_compile_arguments(self) -> dict:
+        if self.num_classes == 1:
+            return {"loss": keras.losses.MeanSquaredError()}
+        return {
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
+
+    def predict_outputs(self, outputs):
+        if self.num_classes == 1:
+            return outputs
+        return ops.softmax(ops.cast(outputs, "float32"), axis=-1)
+
+    def predict_labels(self, x, batch_size: int | None = None, verbose="auto") -> list[str]:
+        """The most probable class of each example, by name (`label_names`, else "0", "1", ...).
+
+        Args:
+            x: texts (with a preprocessor) or token ids, as for `predict`.
+            batch_size, verbose: as for `predict`.
+
+        Raises:
+            ValueError: a regression model (num_classes=1).
+        """
+        if self.num_classes == 1:
+            raise ValueError(f"{self.name} is a regression model (num_classes=1): predict() gives its values.")
+        names = self.label_names or tuple(str(i) for i in range(self.num_classes))
+        probabilities = self.predict(x, batch_size=batch_size, verbose=verbose)
+        return [names[i] for i in np.argmax(probabilities, axis=-1)]

@@ -8,13 +8,14 @@ import keras
 from keras import ops
 
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import EncoderTaskModel
+from keras_bert_lite.models.task_model import TextTaskModel
+from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 COMBINE_MODES = ("concat", "sum", "mean")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertFeatureExtractor(EncoderTaskModel):
+class BertFeatureExtractor(TextTaskModel):
     """Contextual token features from a few encoder layers, combined per position.
 
     The paper's feature-based NER experiment found the concatenation of the last four layers
@@ -26,8 +27,11 @@ class BertFeatureExtractor(EncoderTaskModel):
             last, so -1 is `sequence_output`), in output order.
         combine: "concat" (features [batch, seq, len(layer_indices) * H]), "sum" or "mean"
             ([batch, seq, H]).
+        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), so
+            that `predict` takes texts; `from_checkpoint` sets it.
 
-    Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`.
+    Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`;
+    `predict` also takes texts or text pairs when the model has a preprocessor.
 
     Output:
         float features [batch, seq, F] as described above.
@@ -38,15 +42,20 @@ class BertFeatureExtractor(EncoderTaskModel):
         ...                                  layer_indices=(-1, -2))
         >>> extractor(features).shape  # features from a BertPreprocessor
         TensorShape([batch, seq, 256])
+        >>> extractor = BertFeatureExtractor.from_checkpoint("all-MiniLM-L6-v2", seq_length=32)
+        >>> extractor.predict(["the cat sat on the mat"]).shape
+        (1, 32, 1536)
     """
 
     CONFIG_ARGS = ("layer_indices", "combine")
+    TRAINS_POOLER = False
 
     def __init__(
         self,
         encoder: BertEncoder,
         layer_indices: Sequence[int] = (-1, -2, -3, -4),
         combine: str = "concat",
+        preprocessor: BertPreprocessor | None = None,
         **kwargs,
     ):
         num_layers = encoder.config.num_hidden_layers
@@ -71,6 +80,6 @@ class BertFeatureExtractor(EncoderTaskModel):
                 features = features / len(layers)
         kwargs.setdefault("name", "bert_feature_extractor")
         super().__init__(inputs=inputs, outputs=features, **kwargs)
-        self.encoder = encoder
+        self.attach(encoder, preprocessor)
         self.layer_indices = tuple(layer_indices)
         self.combine = combine

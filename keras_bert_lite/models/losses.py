@@ -1,4 +1,5 @@
-"""The models' losses: BERT's pre-training losses and accuracies, and a replica's share of a loss.
+"""The models' losses: BERT's pre-training losses and accuracies, SQuAD's span loss, and a replica's
+share of a loss.
 
 One definition of the pre-training statistics serves both training paths:
 `BertPretrainer.compute_loss` (`fit`, normalised by its own batch) and `PretrainingLoop`
@@ -9,7 +10,9 @@ the global batch's statistics). `replica_share` is the scaling every `compute_lo
 
 from __future__ import annotations
 
+import keras
 import tensorflow as tf
+from keras import ops
 
 from keras_bert_lite.layers.accelerated import sparse_softmax_cross_entropy
 
@@ -98,3 +101,27 @@ def replica_share(loss: tf.Tensor) -> tf.Tensor:
     context = tf.distribute.get_replica_context()
     replicas = context.num_replicas_in_sync if context is not None else 1
     return loss / replicas
+
+
+def span_loss(labels: dict, outputs: dict):
+    """The paper's SQuAD loss: mean of the start and end cross-entropies.
+
+    Args:
+        labels: `start_positions`, `end_positions`, int [batch] (or [batch, 1]) token indices;
+            0 ([CLS]) marks "no answer in this window".
+        outputs: `start_logits`, `end_logits`, float32 [batch, seq].
+
+    Returns:
+        float32 scalar, (mean start nll + mean end nll) / 2.
+    """
+    losses = []
+    for side in ("start", "end"):
+        positions = ops.reshape(labels[f"{side}_positions"], (-1,))
+        losses.append(
+            ops.mean(
+                keras.losses.sparse_categorical_crossentropy(
+                    positions, outputs[f"{side}_logits"], from_logits=True
+                )
+            )
+        )
+    return (losses[0] + losses[1]) / 2.0

@@ -6,80 +6,144 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_lite.data.squad.answering import answer_questions
+from keras_bert_lite.data.squad.features import check_window_arguments
 from keras_bert_lite.layers import SpanHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import EncoderTaskModel
+from keras_bert_lite.models.losses import replica_share, span_loss
+from keras_bert_lite.models.task_model import TextTaskModel
+from keras_bert_lite.models.text_inputs import text_column
+from keras_bert_lite.text.preprocessor import BertPreprocessor
 
-
-def span_loss(labels: dict, outputs: dict):
-    """The paper's SQuAD loss: mean of the start and end cross-entropies.
-
-    Args:
-        labels: `start_positions`, `end_positions`, int [batch] (or [batch, 1]) token indices;
-            0 ([CLS]) marks "no answer in this window".
-        outputs: `start_logits`, `end_logits`, float32 [batch, seq].
-
-    Returns:
-        float32 scalar, (mean start nll + mean end nll) / 2.
-    """
-    losses = []
-    for side in ("start", "end"):
-        positions = ops.reshape(labels[f"{side}_positions"], (-1,))
-        losses.append(
-            ops.mean(
-                keras.losses.sparse_categorical_crossentropy(
-                    positions, outputs[f"{side}_logits"], from_logits=True
-                )
-            )
-        )
-    return (losses[0] + losses[1]) / 2.0
+_STRINGS = tf.TensorSpec([None], tf.string)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertSpanLabeler(EncoderTaskModel):
+class BertSpanLabeler(TextTaskModel):
     """A `BertEncoder` with BERT's span head: a start and an end logit per position.
 
     Args:
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
+        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
+            `predict_answers` on raw strings; `from_checkpoint` sets it. Its `seq_length` is the
+            window length (384 in the paper's SQuAD runs).
 
-    Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`.
+    Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`
+    (SQuAD windows: see `keras_bert_lite.data.squad.squad_features`).
 
-    Outputs (a dict): `start_logits`, `end_logits`, float32 [batch, seq].
+    Outputs (a dict): `start_logits`, `end_logits`, float32 [batch, seq] (also from `predict`:
+    the span scoring of `keras_bert_lite.data.squad.predict_answers` works on logits).
 
     Training data is `(features, labels)` with labels `start_positions`, `end_positions` int32
-    [batch]. The loss is the paper's (see `span_loss`), so `compile()` needs only an optimizer;
-    metrics `start_accuracy` and `end_accuracy`.
+    [batch]. The loss is the paper's (see `span_loss`), so `compile()` needs no loss; with no
+    arguments it uses BERT's AdamW schedule sized by `fit`. Metrics `start_accuracy` and
+    `end_accuracy`. The encoder's pooler is not read, so it is not trained here.
 
-    Attributes: `encoder`, `span_head`.
+    Attributes: `encoder`, `span_head`, `preprocessor`.
 
     Example:
 
-        >>> qa = BertSpanLabeler(BertEncoder(BertConfig.preset("tiny")))
-        >>> qa.compile(optimizer="adam")
-        >>> qa.fit(dataset)  # see keras_bert_lite.data.squad.squad_dataset
+        >>> qa = BertSpanLabeler.from_checkpoint("uncased_L-12_H-768_A-12", seq_length=384)
+        >>> qa.fit(squad_dataset(squad_features(train, qa.preprocessor.tokenizer), 32, is_training=True))
+        >>> qa.predict_answers(["Who wrote it?"], ["It was written by Ann in 1990."])
+        [{'answer': 'Ann', 'start': 18, 'end': 21, 'score': ...}]
     """
 
-    def __init__(self, encoder: BertEncoder, **kwargs):
+    TRAINS_POOLER = False
+
+    def __init__(self, encoder: BertEncoder, preprocessor: BertPreprocessor | None = None, **kwargs):
         inputs = encoder_inputs()
         span_head = SpanHead(encoder.config.initializer_range, dtype=encoder.dtype_policy, name="span_head")
         start_logits, end_logits = span_head(encoder(inputs)["sequence_output"])
         outputs = {"start_logits": start_logits, "end_logits": end_logits}
         kwargs.setdefault("name", "bert_span_labeler")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.encoder = encoder
+        self.attach(encoder, preprocessor)
         self.span_head = span_head
         self.start_accuracy = keras.metrics.SparseCategoricalAccuracy(name="start_accuracy")
         self.end_accuracy = keras.metrics.SparseCategoricalAccuracy(name="end_accuracy")
+        self._answer_functions = {}
+
+    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
+        raise TypeError(
+            f"{self.name} reads SQuAD windows of token ids in fit/evaluate/predict (see "
+            "keras_bert_lite.data.squad.squad_features); for answers to (question, context) strings, call "
+            "predict_answers(questions, contexts)."
+        )
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         loss = span_loss(y, y_pred)
         if self.losses:
             loss = loss + ops.sum(ops.stack(self.losses))
-        # Keras sums gradients over replicas, so each replica contributes 1/num_replicas.
-        context = tf.distribute.get_replica_context()
-        return loss / (context.num_replicas_in_sync if context is not None else 1)
+        return replica_share(loss)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         for side, metric in (("start", self.start_accuracy), ("end", self.end_accuracy)):
             metric.update_state(ops.reshape(y[f"{side}_positions"], (-1,)), y_pred[f"{side}_logits"])
         return self.get_metrics_result()
+
+    def predict_answers(
+        self,
+        questions,
+        contexts,
+        *,
+        max_query_length: int = 64,
+        doc_stride: int = 128,
+        n_best_size: int = 20,
+        max_answer_length: int = 30,
+        version_2_with_negative: bool = False,
+        null_score_diff_threshold: float = 0.0,
+        batch_size: int = 32,
+    ) -> list[dict]:
+        """The best answer span in each context, as SQuAD evaluation and the exported model find it.
+
+        Long contexts are split into doc-stride windows, the model runs on all of them and the
+        paper's span scoring picks the best span over them
+        (`keras_bert_lite.data.squad.answer_questions`, traced once per set of options).
+
+        Args:
+            questions, contexts: a string each, or equally long lists of strings.
+            max_query_length, doc_stride: window layout (question tokens kept; tokens between
+                window starts).
+            n_best_size, max_answer_length: candidate spans (20 best starts and ends, at most 30
+                tokens, as in the paper).
+            version_2_with_negative: answer "" when the [CLS] null score beats the best span by
+                more than `null_score_diff_threshold` (SQuAD 2.0 models).
+            null_score_diff_threshold: see above.
+            batch_size: questions (and windows) per model call.
+
+        Returns:
+            One dict per question: `answer` (the context's text, "" for no answer), `start` and
+            `end` (character offsets in the context, end exclusive; -1 for no answer) and `score`
+            (the span's start + end logit).
+
+        Raises:
+            ValueError: no preprocessor, texts that are not strings or lists of different lengths,
+                or windows too short for `max_query_length`.
+        """
+        preprocessor = self.require_preprocessor()
+        questions, contexts = text_column(questions, "questions"), text_column(contexts, "contexts")
+        if questions.shape[0] != contexts.shape[0]:
+            raise ValueError(f"{questions.shape[0]} questions but {contexts.shape[0]} contexts; give one context each.")
+        check_window_arguments(preprocessor.seq_length, doc_stride, max_query_length)
+        options = dict(
+            max_query_length=max_query_length, doc_stride=doc_stride, n_best_size=n_best_size,
+            max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
+            null_score_diff_threshold=null_score_diff_threshold, window_batch_size=batch_size,
+        )
+        key = tuple(sorted(options.items()))
+        if key not in self._answer_functions:
+            self._answer_functions[key] = tf.function(
+                lambda q, c: answer_questions(self, preprocessor.tokenizer, preprocessor.packer, q, c, **options),
+                input_signature=[_STRINGS, _STRINGS], autograph=False,
+            )
+        answer = self._answer_functions[key]
+        results = []
+        for start in range(0, int(questions.shape[0]), batch_size):
+            found = answer(questions[start : start + batch_size], contexts[start : start + batch_size])
+            results += [
+                {"answer": text.decode("utf-8"), "start": int(begin), "end": int(end), "score": float(score)}
+                for text, begin, end, score in zip(found["answer_text"].numpy(), found["answer_start"].numpy(),
+                                                   found["answer_end"].numpy(), found["score"].numpy())
+            ]
+        return results

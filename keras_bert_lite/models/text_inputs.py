@@ -147,7 +147,7 @@ def _text_columns(x) -> tuple[tf.Tensor, ...]:
     if isinstance(x, (str, bytes)):
         x = [x]
     if isinstance(x, tuple) and len(x) == 2 and not any(isinstance(c, (str, bytes)) for c in x):
-        columns = tuple(_column(column, f"x[{i}] (text_{'ab'[i]})") for i, column in enumerate(x))
+        columns = tuple(text_column(column, f"x[{i}] (text_{'ab'[i]})") for i, column in enumerate(x))
         if columns[0].shape[0] != columns[1].shape[0]:
             raise ValueError(
                 f"x is a (text_a, text_b) pair of columns of different lengths: {columns[0].shape[0]} "
@@ -164,12 +164,12 @@ def _text_columns(x) -> tuple[tf.Tensor, ...]:
         lengths = sorted({len(row) if isinstance(row, (list, tuple, np.ndarray)) else 1 for row in array})
         raise ValueError(f"x: rows of different lengths {lengths}; pairs must have exactly 2 texts.")
     if array.ndim == 2 and array.shape[1] in (1, 2):
-        return tuple(_column(array[:, i], f"x[:, {i}]") for i in range(array.shape[1]))
+        return tuple(text_column(array[:, i], f"x[:, {i}]") for i in range(array.shape[1]))
     if array.ndim != 1:
         raise ValueError(
             f"x has shape {array.shape}; expected N texts [N] or N (text_a, text_b) pairs [N, 2]."
         )
-    return (_column(array, "x"),)
+    return (text_column(array, "x"),)
 
 
 def _object_array(values, name: str) -> np.ndarray:
@@ -179,8 +179,15 @@ def _object_array(values, name: str) -> np.ndarray:
     return np.asarray(values, dtype=object)
 
 
-def _column(values, name: str) -> tf.Tensor:
-    """A 1-D tf.string tensor of `values`, each checked to be text."""
+def text_column(values, name: str) -> tf.Tensor:
+    """A 1-D tf.string tensor of `values` (a `str` is one text), each checked to be text.
+
+    Raises:
+        ValueError: naming `name` and the index, for a value that is not a `str` or `bytes`, a
+            nested sequence, or no values at all.
+    """
+    if isinstance(values, (str, bytes)):
+        values = [values]
     array = _object_array(values, name)
     if array.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of texts, got shape {array.shape}.")

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-import keras
+import re
+from collections.abc import Sequence
 
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from keras_bert_lite.data.conll import TaggedSentence
+from keras_bert_lite.data.entity_metrics import entity_spans
+from keras_bert_lite.data.ner_inputs import ner_dataset, predicted_tags, tag_inputs
 from keras_bert_lite.layers import ClassificationHead
+from keras_bert_lite.models.classifier import check_label_names, check_num_classes
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import EncoderTaskModel
+from keras_bert_lite.models.task_model import TextTaskModel
+from keras_bert_lite.models.text_inputs import text_column
+from keras_bert_lite.text.preprocessor import BertPreprocessor
+
+# Words are split where `tf.strings.split` splits them, as in the exported model: ASCII whitespace.
+_WORD = re.compile(r"[^ \t\n\v\f\r]+")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertTokenClassifier(EncoderTaskModel):
+class BertTokenClassifier(TextTaskModel):
     """A `BertEncoder` with dropout and a dense layer on every position of the last layer.
 
     As in the paper's NER experiment, a word is labelled by the logits at its first word
@@ -21,31 +36,46 @@ class BertTokenClassifier(EncoderTaskModel):
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
         num_classes: number of tags.
         dropout_rate: dropout on the sequence output before the dense layer (training only).
+        label_names: optional tag names in id order, e.g. `CONLL2003_TAGS` (kept in the config):
+            the tags `fit` accepts, and what `predict_entities` reads (IOB1 or BIO).
+        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
+            words and text in `fit`, `evaluate`, `predict` and `predict_entities`;
+            `from_checkpoint` sets it.
 
-    Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`.
+    Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
+    `input_type_ids`. With a preprocessor, `fit`/`evaluate`/`predict` also take sentences: a
+    list of word lists, or of strings (split into words at ASCII whitespace, as the exported
+    model does), with `y` one tag list per sentence (names from `label_names`, or ids).
 
-    Output:
-        float32 logits [batch, seq, num_classes]. Train with
-        `SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight")` on
-        int labels [batch, seq] and sample weights [batch, seq].
+    Outputs:
+        Calling the model: float32 logits [batch, seq, num_classes] per word piece. `predict`:
+        probabilities (softmax) [N, seq, num_classes]. `predict_entities`: entity spans with
+        character offsets.
 
-    Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`.
+    Training: `compile()` with no arguments (or none at all before `fit`) uses BERT's AdamW with
+    warmup and linear decay over the `fit` call, `SparseCategoricalCrossentropy(from_logits=True,
+    reduction="mean_with_sample_weight")` and a weighted accuracy. The encoder's pooler is not
+    read, so it is not trained here.
+
+    Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
+    `preprocessor`.
 
     Example:
 
-        >>> tagger = BertTokenClassifier(BertEncoder(BertConfig.preset("tiny")), num_classes=9)
-        >>> tagger.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
-        ...     from_logits=True, reduction="mean_with_sample_weight"))
-        >>> tagger.fit(dataset)  # dataset yields (features, labels, sample_weights)
+        >>> tagger = BertTokenClassifier.from_checkpoint("cased_L-12_H-768_A-12", num_classes=9,
+        ...                                              label_names=CONLL2003_TAGS)
+        >>> tagger.fit([["EU", "rejects", "German", "call"]], [["B-ORG", "O", "B-MISC", "O"]])
+        >>> tagger.predict_entities(["Angela Merkel visited Paris."])
+        [[{'entity': 'PER', 'start': 0, 'end': 13, 'text': 'Angela Merkel', 'score': ...}, ...]]
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout_rate")
+    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names")
+    TRAINS_POOLER = False
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(
-                f"BertTokenClassifier: num_classes must be a positive integer, got {num_classes!r}."
-            )
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
+                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None, **kwargs):
+        check_num_classes(num_classes, "BertTokenClassifier")
+        label_names = check_label_names(label_names, num_classes, "BertTokenClassifier")
         inputs = encoder_inputs()
         classifier = ClassificationHead(
             num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
@@ -53,7 +83,112 @@ class BertTokenClassifier(EncoderTaskModel):
         logits = classifier(encoder(inputs)["sequence_output"])
         kwargs.setdefault("name", "bert_token_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.encoder = encoder
+        self.attach(encoder, preprocessor)
         self.classifier = classifier
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
+        self.label_names = label_names
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tag names in id order: `label_names`, else "0", "1", ..."""
+        return self.label_names or tuple(str(i) for i in range(self.num_classes))
+
+    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
+        """Sentences (word lists or strings) and their tag lists as `ner_dataset` batches."""
+        if sample_weight is not None:
+            raise ValueError(f"{self.name}: sentences are weighted per word piece already; sample_weight must be None.")
+        if isinstance(x, tf.data.Dataset):
+            raise TypeError(f"{self.name} takes sentences as lists (of word lists or strings), not a tf.data.Dataset "
+                            "of text; build token-id batches with keras_bert_lite.data.ner_dataset.")
+        preprocessor = self.require_preprocessor()
+        sentences = [self._words(sentence, f"x[{i}]") for i, sentence in enumerate(x)]
+        if not sentences:
+            raise ValueError(f"{self.name}: x is empty; expected at least one sentence.")
+        if y is None:
+            dataset = tf.data.Dataset.from_tensor_slices(_ragged_words(sentences)).ragged_batch(batch_size)
+            return dataset.map(lambda words: tag_inputs(words, preprocessor.tokenizer, preprocessor.packer)[0])
+        if len(y) != len(sentences):
+            raise ValueError(f"y has {len(y)} tag lists for {len(sentences)} sentences; it needs one per sentence.")
+        tagged = [TaggedSentence(words, self._tag_names(tags, len(words), i), i + 1)
+                  for i, (words, tags) in enumerate(zip(sentences, y))]
+        return ner_dataset(tagged, preprocessor, self.tags, batch_size, is_training=shuffle)
+
+    @staticmethod
+    def _words(sentence, name: str) -> list[str]:
+        if isinstance(sentence, str):
+            return _WORD.findall(sentence)
+        words = list(text_column(sentence, name).numpy()) if len(sentence) else []
+        return [word.decode("utf-8") if isinstance(word, bytes) else word for word in words]
+
+    def _tag_names(self, tags, num_words: int, index: int) -> list[str]:
+        tags = list(tags)
+        if len(tags) != num_words:
+            raise ValueError(f"y[{index}] has {len(tags)} tags for the {num_words} words of x[{index}].")
+        names = []
+        for j, tag in enumerate(tags):
+            if isinstance(tag, str) and tag in self.tags:
+                names.append(tag)
+            elif isinstance(tag, (int, np.integer)) and not isinstance(tag, bool) and 0 <= tag < self.num_classes:
+                names.append(self.tags[tag])
+            else:
+                raise ValueError(f"y[{index}][{j}] is {tag!r}, not a tag id in [0, {self.num_classes}) nor one of "
+                                 f"{list(self.tags)}.")
+        return names
+
+    def default_compile_arguments(self) -> dict:
+        return {
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight"),
+            "weighted_metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
+
+    def predict_outputs(self, outputs):
+        return ops.softmax(ops.cast(outputs, "float32"), axis=-1)
+
+    def predict_entities(self, texts, batch_size: int = 32) -> list[list[dict]]:
+        """The entities in each text, with character offsets, as the exported model tags words.
+
+        Words are split at ASCII whitespace and tagged at their first word piece; entities are
+        read from the tags by CoNLL's rules (`keras_bert_lite.data.ner.entity_spans`, IOB1 or BIO).
+        Words past the preprocessor's `seq_length` are not seen by the model and get no entity.
+
+        Args:
+            texts: a string, or a list of strings.
+            batch_size: texts per model call.
+
+        Returns:
+            One list per text of dicts: `entity` (the tag's type, e.g. "PER"), `start` and `end`
+            (character offsets in the text, end exclusive), `text` (the text between them) and
+            `score` (the mean probability of the entity's word tags).
+
+        Raises:
+            ValueError: no preprocessor, no `label_names`, or a text that is not a string.
+        """
+        if self.label_names is None:
+            raise ValueError(f"{self.name} has no label_names (e.g. CONLL2003_TAGS): entities are read from tag names.")
+        preprocessor = self.require_preprocessor()
+        texts = [text.decode("utf-8") for text in text_column(texts, "texts").numpy()]
+        results = []
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start : start + batch_size]
+            spans = [[match.span() for match in _WORD.finditer(text)] for text in batch]
+            words = _ragged_words([[text[a:b] for a, b in row] for text, row in zip(batch, spans)])
+            features, positions = tag_inputs(words, preprocessor.tokenizer, preprocessor.packer)
+            probabilities = self.predict_on_batch(features)
+            positions = [np.asarray(row, "int32") for row in positions.to_list()]
+            word_tags = predicted_tags(probabilities, positions, self.label_names)
+            for n, (text, row) in enumerate(zip(batch, spans)):
+                scores = [float(probabilities[n, p].max()) if p >= 0 else 0.0 for p in positions[n]]
+                results.append([
+                    {"entity": kind, "start": row[first][0], "end": row[end - 1][1],
+                     "text": text[row[first][0] : row[end - 1][1]], "score": float(np.mean(scores[first:end]))}
+                    for kind, first, end in entity_spans(word_tags[n])
+                ])
+        return results
+
+
+def _ragged_words(sentences: list[list[str]]) -> tf.RaggedTensor:
+    """tf.string ragged [len(sentences), (words)]."""
+    flat = [word for words in sentences for word in words]
+    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
+                                            [len(words) for words in sentences])

@@ -28,8 +28,8 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.atomic import atomic_write, copy_atomically, write_text_atomically
+from keras_bert_lite.interop.huggingface import TOKENIZER_CONFIG_NAME
 from keras_bert_lite.models import BertEncoder, BertPretrainer
-from keras_bert_lite.models.checkpoint_folder import TOKENIZER_CONFIG_NAME
 
 _CHECKPOINT_NAME = "ckpt"
 # What reading a truncated or missing checkpoint file raises (IndexError: "Read less bytes than requested").

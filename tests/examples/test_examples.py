@@ -156,11 +156,18 @@ def test_run_classifier_from_our_pretraining_folder(runs):
 
 
 def test_help_lists_the_scripts_own_flags():
-    processes = {script: _start(script, "--help") for script in ("run_classifier.py", "run_ner.py")}
+    training = ("--init_checkpoint", "--output_dir", "--num_train_epochs", "--learning_rate", "--max_seq_length",
+                "--export_dir", "--max_steps")
+    expected = {
+        "run_classifier.py": (*training, "--label_names"),
+        "run_ner.py": (*training, "--label_names"),
+        "run_squad.py": (*training, "--train_file", "--doc_stride"),
+        "extract_features.py": ("--init_checkpoint", "--max_seq_length", "--input_file", "--layers"),
+    }
+    processes = {script: _start(script, "--help") for script in expected}
     for script, process in processes.items():
         out, _ = process.communicate(timeout=300)  # absl's --help exits with status 1
-        for flag in ("--init_checkpoint", "--output_dir", "--num_train_epochs", "--learning_rate",
-                     "--max_seq_length", "--export_dir", "--label_names", "--max_steps"):
+        for flag in expected[script]:
             assert f"  {flag}" in out, (script, flag)
         assert "--tt_check_filter" not in out  # absl/TF's own flags stay in --helpfull
 
@@ -194,6 +201,9 @@ def test_run_squad(runs):
 
     code, log, out = _finish(runs, "squad")
     assert code == 0, log[-3000:]
+    assert "Gradients do not exist" not in log  # the span head does not read the pooler, which is not trained
+    assert _weight_groups(out / "best_model.keras") == {"layers", "vars"}  # no optimizer state
+    assert (out / "logs" / "train").is_dir() and not (out / "backup").exists()
     predictions = json.loads((out / "predictions.json").read_text())
     dev = read_squad(FIXTURES / "squad" / "dev-v1.1.json", is_training=False)
     assert set(predictions) == {e.qas_id for e in dev}

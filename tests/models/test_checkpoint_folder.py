@@ -47,8 +47,7 @@ def folders(tmp_path_factory, encoder):
     encoder.config.to_json_file(google / "bert_config.json")
     _write_vocab(google / "vocab.txt", CASED)
     hf = root / "hf"
-    save_hf_checkpoint(encoder, str(hf))
-    _write_vocab(hf / "vocab.txt", CASED)
+    save_hf_checkpoint(encoder, str(hf), CASED)  # with tokenizer_config.json: do_lower_case false
     return {"keras": ours, "google": google, "hugging_face": hf}
 
 
@@ -56,11 +55,13 @@ def _outputs(encoder, preprocessor, texts=TEXTS):
     return encoder(preprocessor(texts), training=False)["sequence_output"].numpy()
 
 
-@pytest.mark.parametrize("kind, lower_case", [("keras", True), ("google", False), ("hugging_face", False)])
-def test_each_kind_loads_the_same_encoder_and_its_vocabulary(folders, encoder, kind, lower_case):
+@pytest.mark.parametrize("kind, lower_case, source", [
+    ("keras", True, "vocabulary"), ("google", False, "vocabulary"), ("hugging_face", False, "tokenizer_config.json"),
+])
+def test_each_kind_loads_the_same_encoder_and_its_vocabulary(folders, encoder, kind, lower_case, source):
     folder = find_checkpoint(folders[kind])
     assert folder.kind == kind and folder.vocab_file == str(folders[kind] / "vocab.txt")
-    assert folder.lower_case is lower_case and "vocabulary" in folder.lower_case_source
+    assert folder.lower_case is lower_case and source in folder.lower_case_source
     loaded, preprocessor = from_checkpoint(folders[kind], seq_length=16)
     assert preprocessor.seq_length == 16 and preprocessor.tokenizer.lower_case is lower_case
     assert preprocessor.tokenizer.vocabulary == (UNCASED if lower_case else CASED)
@@ -101,6 +102,22 @@ def test_real_hugging_face_folder_reads_casing_from_its_tokenizer_config(minilm_
     tables = load_file(folder.weights)
     np.testing.assert_array_equal(np.asarray(encoder.embeddings.word_embeddings),
                                   tables["embeddings.word_embeddings.weight"])
+
+
+def test_casing_follows_the_rule_of_each_kind_s_loader(folders, tmp_path):
+    # Google's names decide over the vocabulary, as in from_google_checkpoint.
+    named = tmp_path / "uncased_L-1_H-128_A-2"
+    shutil.copytree(folders["google"], named)
+    folder = find_checkpoint(named)
+    assert folder.lower_case is True and "uncased_L-1_H-128_A-2" in folder.lower_case_source
+    # A Hugging Face folder without tokenizer_config.json lower-cases, as transformers does.
+    bare = tmp_path / "bare_hf"
+    shutil.copytree(folders["hugging_face"], bare)
+    (bare / "tokenizer_config.json").unlink()
+    folder = find_checkpoint(bare)
+    assert folder.lower_case is True and "transformers' default" in folder.lower_case_source
+    _, preprocessor = from_checkpoint(bare, seq_length=16)
+    assert preprocessor.tokenizer.lower_case is True
 
 
 def test_a_lower_case_that_contradicts_the_vocabulary_is_a_warning(folders, caplog):

@@ -1,4 +1,5 @@
-"""BERT's pre-training statistics: one definition behind `fit` and `PretrainingLoop`."""
+"""The models' losses: BERT's pre-training statistics, one definition behind `fit` and
+`PretrainingLoop`, and SQuAD's span loss."""
 
 import keras
 import numpy as np
@@ -10,6 +11,7 @@ from keras_bert_lite.models.losses import (
     STATISTIC_NAMES,
     pretraining_losses,
     pretraining_statistics,
+    span_loss,
 )
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 
@@ -84,3 +86,15 @@ def test_a_batch_without_masked_predictions_has_zero_mlm_loss_not_nan():
     statistics = pretraining_statistics(labels, outputs)
     assert float(statistics["mlm_loss"]) == 0.0 and float(statistics["mlm_accuracy"]) == 0.0
     np.testing.assert_allclose(float(statistics["nsp_loss"]), np.log(2.0), rtol=1e-6)
+
+
+def test_span_loss_is_the_mean_of_start_and_end_cross_entropy():
+    rng = np.random.default_rng(1)
+    start, end = rng.normal(size=(3, 7)).astype("float32"), rng.normal(size=(3, 7)).astype("float32")
+    labels = {"start_positions": np.array([0, 3, 6]), "end_positions": np.array([[1], [4], [6]])}
+    reference = [
+        tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=np.ravel(y), logits=logits))
+        for y, logits in ((labels["start_positions"], start), (labels["end_positions"], end))
+    ]
+    loss = span_loss(labels, {"start_logits": start, "end_logits": end})
+    np.testing.assert_allclose(loss, (reference[0] + reference[1]) / 2, rtol=1e-6)

@@ -46,7 +46,7 @@ def trained():
 
 def test_without_the_optimizer_the_file_holds_the_model_only(trained, tmp_path):
     keras_file = tmp_path / "keras_save.keras"
-    trained.save(keras_file, include_optimizer=False)  # what Keras does with the argument
+    keras.Model.save(trained, keras_file, include_optimizer=False)  # Keras' own save ignores the argument
     assert "optimizer" in _weight_groups(keras_file)
     ours = tmp_path / "model.keras"
     assert save_model(trained, ours) == str(ours)
@@ -75,3 +75,12 @@ def test_failed_saves_leave_nothing_and_bad_names_are_refused(trained, tmp_path)
     with pytest.raises(ValueError, match="is a folder"):
         save_model(trained, tmp_path / "folder.keras")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.keras"]  # no partial files left
+
+
+def test_task_models_save_without_the_optimizer_unless_asked(trained, tmp_path):
+    trained.save(tmp_path / "default.keras")
+    assert "optimizer" not in _weight_groups(tmp_path / "default.keras")
+    trained.save(tmp_path / "with.keras", include_optimizer=True)
+    assert "optimizer" in _weight_groups(tmp_path / "with.keras")
+    with pytest.raises(FileExistsError, match="default.keras exists"):
+        trained.save(tmp_path / "default.keras", overwrite=False)

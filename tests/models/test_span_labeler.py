@@ -1,13 +1,12 @@
-"""BertSpanLabeler: start/end logits, the paper's loss, training and `.keras` round trip."""
+"""BertSpanLabeler: start/end logits (its loss: tests/models/test_losses.py), training and `.keras` round trip."""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite.models.span_labeler import BertSpanLabeler, span_loss
+from keras_bert_lite.models.span_labeler import BertSpanLabeler
 
 VOCAB = 64
 
@@ -32,18 +31,6 @@ def test_outputs_are_per_position_projections_of_the_sequence_output():
     both = np.einsum("bsh,hk->bsk", sequence, dense.kernel) + dense.bias
     np.testing.assert_allclose(out["start_logits"], both[..., 0], atol=1e-5)
     np.testing.assert_allclose(out["end_logits"], both[..., 1], atol=1e-5)
-
-
-def test_span_loss_is_the_mean_of_start_and_end_cross_entropy():
-    rng = np.random.default_rng(1)
-    start, end = rng.normal(size=(3, 7)).astype("float32"), rng.normal(size=(3, 7)).astype("float32")
-    labels = {"start_positions": np.array([0, 3, 6]), "end_positions": np.array([[1], [4], [6]])}
-    reference = [
-        tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=np.ravel(y), logits=logits))
-        for y, logits in ((labels["start_positions"], start), (labels["end_positions"], end))
-    ]
-    loss = span_loss(labels, {"start_logits": start, "end_logits": end})
-    np.testing.assert_allclose(loss, (reference[0] + reference[1]) / 2, rtol=1e-6)
 
 
 def test_fit_learns_positions_and_round_trips(tmp_path):

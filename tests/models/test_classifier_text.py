@@ -1,0 +1,180 @@
+"""BertClassifier on raw text: from_checkpoint on each folder kind, fit/evaluate/predict on every
+container of strings and pairs, probabilities and label names, the default compile (and the user's
+own), one `.keras` file that a fresh process loads and runs on strings, quantized and LoRA models."""
+
+import subprocess
+import sys
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop import save_google_checkpoint, save_hf_checkpoint
+from keras_bert_lite.models.classifier import BertClassifier
+from keras_bert_lite.models.default_compile import ConstantUntilFit
+from keras_bert_lite.models.encoder import BertEncoder
+from keras_bert_lite.training.optimization import WarmupLinearDecay
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "warm", "funny", "film", "dull", "slow", "and",
+         "great", "bad", ",", "."]
+TEXTS = ["a warm, funny film.", "dull and slow.", "a great film.", "bad, bad film.",
+         "warm and funny.", "slow film.", "great, great.", "a dull film."]
+LABELS = ["positive", "negative", "positive", "negative", "positive", "negative", "positive", "negative"]
+IDS = np.array([LABELS[i] == "positive" for i in range(8)], "int32")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """The same tiny encoder as our output folder, a Google release folder and a Hugging Face folder."""
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=len(VOCAB), num_hidden_layers=1,
+                                            max_position_embeddings=32))
+    root = tmp_path_factory.mktemp("folders")
+    ours, google = root / "pretrain", root / "uncased_L-1_H-32"
+    for folder in (ours, google):
+        folder.mkdir()
+        (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+        encoder.config.to_json_file(folder / "bert_config.json")
+    encoder.save(str(ours / "encoder.keras"))
+    save_google_checkpoint(encoder, str(google / "bert_model.ckpt"))
+    save_hf_checkpoint(encoder, str(root / "hf"), VOCAB)
+    return {"keras": ours, "google": google, "hugging_face": root / "hf"}
+
+
+@pytest.fixture(scope="module")
+def clf(folders):
+    """A classifier fine-tuned by a default-compiled fit on a list of strings with label names."""
+    keras.utils.set_random_seed(1)
+    model = BertClassifier.from_checkpoint(folders["keras"], num_classes=2, seq_length=12,
+                                           label_names=["negative", "positive"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. Keras' "shuffle=True ... will be ignored"
+        model.fit(TEXTS, LABELS, batch_size=4, epochs=2, verbose=0)
+    return model
+
+
+@pytest.mark.parametrize("kind", ["keras", "google", "hugging_face"])
+def test_from_checkpoint_on_each_folder_kind_gives_the_same_model(folders, kind):
+    keras.utils.set_random_seed(2)
+    model = BertClassifier.from_checkpoint(folders[kind], num_classes=3, seq_length=12)
+    assert model.preprocessor.seq_length == 12 and model.preprocessor.tokenizer.lower_case
+    reference = BertClassifier.from_checkpoint(folders["keras"], num_classes=3, seq_length=12)
+    reference.classifier.set_weights(model.classifier.get_weights())
+    probabilities = model.predict(TEXTS[:3], verbose=0)
+    assert probabilities.shape == (3, 3)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)  # softmax, not logits
+    # Same weights and vocabulary: identical outputs (tolerance 1e-6: float32 round trips are exact).
+    np.testing.assert_allclose(probabilities, reference.predict(TEXTS[:3], verbose=0), atol=1e-6)
+
+
+def test_default_compile_is_berts_schedule_sized_by_fit(clf):
+    schedule = keras.optimizers.schedules.deserialize(clf.optimizer.get_config()["learning_rate"])
+    assert isinstance(schedule, WarmupLinearDecay)  # 2 epochs x ceil(8 / 4) steps, 10 % warmup
+    assert (schedule.init_lr, schedule.num_train_steps, schedule.num_warmup_steps) == (5e-5, 4, 0)
+    assert int(clf.optimizer.iterations) == 4 and float(clf.optimizer.learning_rate) == 0.0  # decayed to 0
+    assert isinstance(clf.loss, keras.losses.SparseCategoricalCrossentropy) and clf.loss.from_logits
+    assert set(clf.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)) == {"loss", "accuracy"}
+    with pytest.raises(ValueError, match="decays to 0 at step 4"):
+        clf.fit(TEXTS, LABELS, batch_size=4, epochs=1, verbose=0)
+
+
+def test_the_users_compile_overrides_the_default(folders):
+    model = BertClassifier.from_checkpoint(folders["keras"], num_classes=2, seq_length=12)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+    model.fit(TEXTS, IDS, batch_size=8, epochs=1, verbose=0)
+    assert isinstance(model.optimizer, keras.optimizers.SGD) and model.loss == "sparse_categorical_crossentropy"
+    model.compile(learning_rate=1e-3)
+    schedule = keras.optimizers.schedules.deserialize(model.optimizer.get_config()["learning_rate"])
+    assert isinstance(schedule, ConstantUntilFit) and model.default_optimizer.num_train_steps is None
+    model.fit(TEXTS, IDS, batch_size=8, epochs=3, verbose=0)
+    assert model.default_optimizer.num_train_steps == 3 and float(model.optimizer.learning_rate) == 0.0
+    with pytest.raises(ValueError, match="learning_rate and warmup_proportion set the 'auto' optimizer"):
+        model.compile(optimizer="adam", learning_rate=1e-3)
+
+
+@pytest.mark.parametrize("container", ["numpy", "dataset", "pairs", "pair_dataset"])
+def test_every_container_of_text(clf, container):
+    pairs = [(TEXTS[i], TEXTS[-1 - i]) for i in range(8)]
+    if container == "numpy":
+        x, y = np.array(TEXTS), IDS
+    elif container == "dataset":
+        x, y = tf.data.Dataset.from_tensor_slices((TEXTS, IDS)).batch(3), None
+    elif container == "pairs":
+        x, y = pairs, IDS
+    else:
+        x, y = tf.data.Dataset.from_tensor_slices(((TEXTS, TEXTS[::-1]), IDS)).batch(3), None
+    loss = clf.evaluate(x, y, verbose=0, return_dict=True)["loss"]
+    assert np.isfinite(loss)
+    features = x.map(lambda texts, labels: texts) if y is None else x
+    probabilities = clf.predict(features, verbose=0)
+    assert probabilities.shape == (8, 2)
+    if container == "numpy":
+        np.testing.assert_allclose(probabilities, clf.predict(TEXTS, verbose=0), atol=1e-6)
+    if container == "pairs":
+        expected = clf.predict(tf.data.Dataset.from_tensor_slices((TEXTS, TEXTS[::-1])).batch(3), verbose=0)
+        np.testing.assert_allclose(probabilities, expected, atol=1e-6)
+
+
+def test_predict_labels_and_bad_labels(clf):
+    names = clf.predict_labels(TEXTS, verbose=0)
+    probabilities = clf.predict(TEXTS, verbose=0)
+    assert names == [("negative", "positive")[i] for i in np.argmax(probabilities, -1)]
+    with pytest.raises(ValueError, match=r"y\[1\] is 'neutral', not one of the label names"):
+        clf.evaluate(TEXTS[:2], ["positive", "neutral"], verbose=0)
+    with pytest.raises(ValueError, match="label_names must name each of the 2 classes once"):
+        BertClassifier(clf.encoder, num_classes=2, label_names=["a", "a"])
+
+
+def test_id_inputs_still_work_and_text_needs_a_preprocessor(clf):
+    ids = clf.preprocessor(tf.constant(TEXTS))
+    np.testing.assert_allclose(clf.predict(ids, verbose=0), clf.predict(TEXTS, verbose=0), atol=1e-6)
+    bare = BertClassifier(clf.encoder, num_classes=2)
+    with pytest.raises(ValueError, match="has no preprocessor, so it takes token ids only"):
+        bare.predict(TEXTS, verbose=0)
+
+
+def test_one_keras_file_predicts_on_strings_in_a_fresh_process(clf, tmp_path):
+    path = tmp_path / "clf.keras"
+    clf.save(path)
+    expected = clf.predict(TEXTS, verbose=0)
+    code = (
+        "import sys, keras, numpy as np\n"
+        "import keras_bert_lite  # registers the classes\n"
+        "model = keras.saving.load_model(sys.argv[1])\n"
+        "print(model.predict_labels(sys.argv[2:], verbose=0))\n"
+        "np.save(sys.argv[1] + '.npy', model.predict(sys.argv[2:], verbose=0))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(path), *TEXTS], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == str(clf.predict_labels(TEXTS, verbose=0))
+    np.testing.assert_allclose(np.load(str(path) + ".npy"), expected, atol=1e-6)  # same float32 graph
+
+
+@pytest.mark.parametrize("edit", ["lora", "int8"])
+def test_lora_and_quantized_text_models_save_and_load(folders, edit, tmp_path):
+    model = BertClassifier.from_checkpoint(folders["keras"], num_classes=2, seq_length=12, label_names=["n", "p"])
+    if edit == "lora":
+        model.encoder.enable_lora(2)
+    else:
+        model.quantize("int8")
+    expected = model.predict(TEXTS, verbose=0)
+    model.save(tmp_path / "edited.keras")
+    loaded = keras.saving.load_model(tmp_path / "edited.keras")
+    assert loaded.label_names == ("n", "p")
+    np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), expected, atol=1e-6)
+
+
+def test_the_text_path_is_exported_at_top_level():
+    import keras_bert_lite as kbl
+    from keras_bert_lite.data import check_pretraining_files
+    from keras_bert_lite.models import checkpoint_folder, saving, text_inputs
+
+    assert (kbl.from_checkpoint, kbl.find_checkpoint) == (checkpoint_folder.from_checkpoint,
+                                                         checkpoint_folder.find_checkpoint)
+    assert (kbl.text_dataset, kbl.save_model) == (text_inputs.text_dataset, saving.save_model)
+    assert kbl.check_pretraining_files is check_pretraining_files
+    assert {"from_checkpoint", "find_checkpoint", "text_dataset", "save_model"} <= set(kbl.__all__)
