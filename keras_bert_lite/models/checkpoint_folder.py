@@ -14,8 +14,8 @@ Whether the vocabulary is uncased (lower-case and strip accents before WordPiece
 the same rule as each kind's own loader, so a folder reads the same whichever way it is loaded:
 Hugging Face folders by `tokenizer_config.json`'s `do_lower_case` (True, transformers' default,
 without one: `read_hf_lower_case`); Google folders by Google's names (`uncased_*`, `cased_*`),
-else by the vocabulary (`lower_case_for_folder`); our folders by the vocabulary, which is uncased
-exactly when none of its tokens has an upper-case letter (`lower_case_from_vocabulary`;
+else by the vocabulary (`lower_case_for_folder`); our folders by their `tokenizer_config.json`
+(`export_pretrained` writes one), else by the vocabulary, which is uncased exactly when none of its tokens has an upper-case letter (`lower_case_from_vocabulary`;
 WordPiece learned on lower-cased text cannot produce one).
 
 Example:
@@ -197,9 +197,9 @@ def _folder_kind(directory: str) -> tuple[str, str]:
 
 def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
     """(lower_case, why) by the rule of the kind's loader (see the module docstring)."""
-    if kind == "hugging_face":
-        config_path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
-        found = tf.io.gfile.exists(config_path)
+    config_path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
+    found = tf.io.gfile.exists(config_path)
+    if kind == "hugging_face" or (kind == "keras" and found):  # our exports write one, as HF's folders do
         why = f"do_lower_case in {config_path}" if found else f"no {config_path}: transformers' default"
         return read_hf_lower_case(directory), why
     tokens = load_vocabulary(vocab_file)
