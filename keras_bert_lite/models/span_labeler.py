@@ -7,7 +7,8 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.data.squad.answering import answer_questions
-from keras_bert_lite.data.squad.features import check_window_arguments
+from keras_bert_lite.data.squad.features import check_window_arguments, squad_dataset, squad_features
+from keras_bert_lite.data.squad.reading import SquadExample
 from keras_bert_lite.layers import SpanHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.losses import replica_share, span_loss
@@ -35,7 +36,8 @@ class BertSpanLabeler(TextTaskModel):
     the span scoring of `keras_bert_lite.data.squad.predict_answers` works on logits).
 
     Training data is `(features, labels)` with labels `start_positions`, `end_positions` int32
-    [batch]. The loss is the paper's (see `span_loss`), so `compile()` needs no loss; with no
+    [batch], or, with a preprocessor, `x=(questions, contexts)` lists of strings and `y` their
+    answers `{"text", "answer_start"}` as in SQuAD files (see `text_batches`). The loss is the paper's (see `span_loss`), so `compile()` needs no loss; with no
     arguments it uses BERT's AdamW schedule sized by `fit`. Metrics `start_accuracy` and
     `end_accuracy`. The encoder's pooler is not read, so it is not trained here.
 
@@ -44,7 +46,7 @@ class BertSpanLabeler(TextTaskModel):
     Example:
 
         >>> qa = BertSpanLabeler.from_checkpoint("uncased_L-12_H-768_A-12", seq_length=384)
-        >>> qa.fit(squad_dataset(squad_features(train, qa.preprocessor.tokenizer), 32, is_training=True))
+        >>> qa.fit((["Who wrote it?"], ["It was written by Ann in 1990."]), [{"text": "Ann", "answer_start": 18}])
         >>> qa.predict_answers(["Who wrote it?"], ["It was written by Ann in 1990."])
         [{'answer': 'Ann', 'start': 18, 'end': 21, 'score': ...}]
     """
@@ -65,11 +67,38 @@ class BertSpanLabeler(TextTaskModel):
         self._answer_functions = {}
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
-        raise TypeError(
-            f"{self.name} reads SQuAD windows of token ids in fit/evaluate/predict (see "
-            "keras_bert_lite.data.squad.squad_features); for answers to (question, context) strings, call "
-            "predict_answers(questions, contexts)."
-        )
+        """`(questions, contexts)` strings and their answers as SQuAD-window batches.
+
+        `x` is a pair of equally long lists of strings (questions, contexts); `y` holds one answer
+        per question in SQuAD's form: `{"text": str, "answer_start": int}` (the character offset
+        of the answer in its context), the `datasets` form with lists of those (the first answer
+        is the label), or None / empty lists for a question without an answer (SQuAD 2.0). Windows
+        follow the paper (`squad_features` with doc stride 128 and questions cut to 64 tokens, or
+        to half a shorter window).
+        """
+        if sample_weight is not None:
+            raise ValueError(f"{self.name}: sample_weight is not supported for (question, context) text.")
+        if isinstance(x, tf.data.Dataset) or y is None:
+            raise TypeError(
+                f"{self.name} trains and evaluates on (questions, contexts) lists with answers y, and answers "
+                "strings with predict_answers(questions, contexts); for token-id windows use "
+                "keras_bert_lite.data.squad.squad_features."
+            )
+        if not (isinstance(x, (tuple, list)) and len(x) == 2):
+            raise ValueError(f"{self.name}: x must be (questions, contexts), two lists of strings.")
+        questions, contexts = (_strings(column, name) for column, name in zip(x, ("questions", "contexts")))
+        if not len(questions) == len(contexts) == len(y):
+            raise ValueError(f"{self.name}: {len(questions)} questions, {len(contexts)} contexts and {len(y)} "
+                             "answers; give one context and one answer (or None) per question.")
+        if not questions:
+            raise ValueError(f"{self.name}: x is empty; expected at least one question.")
+        examples = [_example(i, question, context, answer)
+                    for i, (question, context, answer) in enumerate(zip(questions, contexts, y))]
+        preprocessor = self.require_preprocessor()
+        seq_length = preprocessor.seq_length
+        features = squad_features(examples, preprocessor.tokenizer, seq_length, doc_stride=min(128, seq_length // 2),
+                                  max_query_length=min(64, seq_length // 2))
+        return squad_dataset(features, batch_size, is_training=shuffle)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         loss = span_loss(y, y_pred)
@@ -147,3 +176,25 @@ class BertSpanLabeler(TextTaskModel):
                                                    found["answer_end"].numpy(), found["score"].numpy())
             ]
         return results
+
+
+def _strings(column, name: str) -> list[str]:
+    """A list of Python strings from a list or array of str/bytes."""
+    return [text.decode("utf-8") for text in text_column(column, name).numpy()]
+
+
+def _example(index: int, question: str, context: str, answer) -> SquadExample:
+    """`SquadExample` for the `index`-th question; a ValueError names `y[index]` if its answer is unusable."""
+    if isinstance(answer, dict) and isinstance(answer.get("text"), (list, tuple)):
+        starts = answer.get("answer_start")
+        answer = {"text": answer["text"][0], "answer_start": starts[0]} if answer["text"] and starts else None
+    if answer is None:
+        return SquadExample(f"x[{index}]", question, context, [], -1, is_impossible=True)
+    if not (isinstance(answer, dict) and isinstance(answer.get("text"), str)
+            and type(answer.get("answer_start")) is int):  # noqa: E721 - True is an int to isinstance
+        raise ValueError(f"y[{index}] must be {{'text': str, 'answer_start': int}} or None, got {answer!r:.80}.")
+    text, start = answer["text"], answer["answer_start"]
+    if not text.strip() or not 0 <= start <= len(context) - len(text) or context[start : start + len(text)] != text:
+        raise ValueError(f"y[{index}]: answer {text!r:.60} does not occur at character {start} of x's context "
+                         f"{index} (found {context[max(start, 0) : max(start, 0) + len(text)]!r:.60}).")
+    return SquadExample(f"x[{index}]", question, context, [text], start)

@@ -97,3 +97,29 @@ def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
     assert features.shape == (2, 24, encoder.config.hidden_size)
     ids = preprocessor(tf.constant(texts))
     np.testing.assert_allclose(features, extractor.predict(ids, verbose=0), atol=1e-6)  # same graph, float32
+
+
+def test_span_labeler_fits_question_context_strings_with_squad_answers(parts):
+    encoder, preprocessor = parts
+    keras.utils.set_random_seed(4)
+    qa = BertSpanLabeler(BertEncoder.from_config(encoder.get_config()), preprocessor=preprocessor)
+    questions = ["Who wrote it?", "Who visited Paris?"]
+    contexts = ["It was written by Ann in 1990.", "Angela Merkel visited Paris."]
+    answers = [{"text": "Ann", "answer_start": 18}, {"text": ["Angela Merkel"], "answer_start": [0]}]
+    # The labels are the answers' first and last word pieces in the windows squad_features builds.
+    (_, labels), = qa.text_batches((questions, contexts), answers, batch_size=2).take(1)
+    windows = preprocessor((tf.constant(questions), tf.constant(contexts)))["input_word_ids"].numpy()
+    vocab = {token: i for i, token in enumerate(VOCAB)}
+    ends = ("start_positions", "end_positions")
+    assert [windows[0][labels[end][0]] for end in ends] == [vocab["ann"]] * 2
+    assert [windows[1][labels[end][1]] for end in ends] == [vocab["angela"], vocab["merkel"]]
+    qa.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = qa.fit((questions, contexts), answers, batch_size=2, epochs=30, verbose=0).history
+    assert history["start_accuracy"][-1] == 1.0 and history["end_accuracy"][-1] == 1.0
+    found = qa.predict_answers(questions, contexts, max_query_length=8, doc_stride=8)
+    assert [a["answer"] for a in found] == ["Ann", "Angela Merkel"]
+    assert qa.evaluate((questions, contexts), answers, verbose=0, return_dict=True)["start_accuracy"] == 1.0
+    with pytest.raises(ValueError, match=r"y\[1\]: answer 'Paris' does not occur at character 3"):
+        qa.fit((questions, contexts), [None, {"text": "Paris", "answer_start": 3}], verbose=0)
+    with pytest.raises(TypeError, match="predict_answers"):
+        qa.predict((questions, contexts))
