@@ -7,32 +7,8 @@ environment variables TensorFlow reads once, when it is loaded. Scripts call
 
 from __future__ import annotations
 
-import ctypes
-import importlib.metadata
+import importlib
 import os
-import sys
-
-
-def _no_cuda_driver() -> bool:
-    """True when TensorFlow's Linux CUDA build would look for GPUs without an NVIDIA driver.
-
-    Then it calls `cuInit` anyway and logs `E0000 ... failed call to cuInit: ... (303)`. Not
-    for other builds (tensorflow-cpu has no CUDA, tensorflow-rocm drives AMD GPUs without
-    libcuda) nor with PluggableDevice plugins (their GPUs need no libcuda either).
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        importlib.metadata.version("tensorflow")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    if any(os.path.isdir(os.path.join(path, "tensorflow-plugins")) for path in sys.path if path):
-        return False
-    try:
-        ctypes.CDLL("libcuda.so.1")  # the driver library that cuInit lives in; TensorFlow loads it too
-    except OSError:
-        return True
-    return False
 
 
 def _set_tensorflow_environment() -> None:
@@ -43,10 +19,9 @@ def _set_tensorflow_environment() -> None:
     # TensorFlow's C++ INFO lines describe its own start-up (CPU features of the build, XLA
     # service, compiled clusters); its warnings and errors still show. 0 brings the INFO back.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    # Without an NVIDIA driver there is no GPU to find: registering only the CPU and TPU device
-    # types keeps TensorFlow from calling cuInit and logging its failure as an error.
-    if "TF_ENABLED_DEVICE_TYPES" not in os.environ and _no_cuda_driver():
-        os.environ["TF_ENABLED_DEVICE_TYPES"] = "CPU,TPU,TPU_SYSTEM"
+    # Without an NVIDIA driver there is no GPU to find: the package's start-up module keeps
+    # TensorFlow from calling cuInit and logging its failure as an error (it must load first).
+    importlib.import_module("keras_bert_lite.tf_startup")
 
 
 _set_tensorflow_environment()

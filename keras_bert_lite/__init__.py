@@ -10,6 +10,7 @@
     clf.predict(["an instant classic"])                          # probabilities
 """
 
+from keras_bert_lite import tf_startup  # noqa: F401 - first: it acts before TensorFlow loads
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.data import (
     builtin_documents,

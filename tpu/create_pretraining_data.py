@@ -18,14 +18,17 @@ Usage:
 
 from __future__ import annotations
 
+import importlib
 import sys
 
-import tensorflow as tf
-from absl import app, flags, logging
+importlib.import_module("keras_bert_lite.tf_startup")  # before TensorFlow: no GPU probe without an NVIDIA driver
 
-from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents
-from keras_bert_lite.data.pretraining_writer import check_output_files, create_pretraining_data
-from keras_bert_lite.text.tokenizer import load_vocabulary
+import tensorflow as tf  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+
+from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents  # noqa: E402
+from keras_bert_lite.data.pretraining_writer import check_output_files, create_pretraining_data  # noqa: E402
+from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
 
 FLAGS = flags.FLAGS
 

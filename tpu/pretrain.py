@@ -32,11 +32,14 @@ Usage:
 
 from __future__ import annotations
 
+import importlib
 import os
 
-# Before TensorFlow is imported: oneDNN kernels on (TensorFlow leaves them off on some CPUs).
+# Before TensorFlow is imported: oneDNN kernels on (TensorFlow leaves them off on some CPUs), and
+# no GPU probe (and its cuInit error line) on a machine without an NVIDIA driver.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+importlib.import_module("keras_bert_lite.tf_startup")
 
 import json  # noqa: E402
 import re  # noqa: E402
