@@ -32,6 +32,7 @@ setup(
             "torch==2.13.0",
             "transformers",
             "tokenizers",
+            "pydot",  # keras.utils.model_to_dot / plot_model on our nested models
         ],
         # Benchmark peers.
         "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers", "bert-tensorflow==1.0.4"],

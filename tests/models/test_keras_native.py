@@ -230,9 +230,28 @@ def test_summary_lists_the_encoder_as_one_nested_model():
     assert [layer.name for layer in classifier.layers if layer.weights] == ["bert_encoder", "classifier"]
 
 
-def test_plot_model(tmp_path):
-    pytest.importorskip("pydot", reason="keras.utils.plot_model needs pydot (and graphviz)")
-    keras.utils.plot_model(_build("pretrainer"), str(tmp_path / "model.png"), expand_nested=True)
+# Keras' model_to_dot(expand_nested=True) maps each tensor a nested model is called with to one of
+# its inputs; the pre-trainer and the classifier also pass the encoder `output_positions`, so only
+# their unexpanded graphs are drawn (README, "Keras-native").
+EXPANDABLE = ("encoder", "span_labeler", "token_classifier", "feature_extractor")
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_model_graphs_for_plot_model(name):
+    """`plot_model`'s graph (`model_to_dot`, which needs pydot only) of every model."""
+    model = _build(name)
+    graph = keras.utils.model_to_dot(model, show_shapes=True).to_string()
+    assert ("embeddings" if name == "encoder" else "bert_encoder") in graph
+    if name in EXPANDABLE:
+        expanded = keras.utils.model_to_dot(model, expand_nested=True, show_shapes=True).to_string()
+        for layer in ("embeddings", "transformer_layer_0", "transformer_layer_1", "pooler"):
+            assert layer in expanded, layer
+
+
+def test_plot_model_renders_an_image(tmp_path):
+    if not keras.src.utils.model_visualization.check_graphviz():
+        pytest.skip("rendering an image needs the graphviz `dot` program, not installed here")
+    keras.utils.plot_model(_build("span_labeler"), str(tmp_path / "model.png"), expand_nested=True)
     assert (tmp_path / "model.png").stat().st_size > 0
 
 
