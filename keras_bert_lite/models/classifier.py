@@ -89,8 +89,7 @@ class BertClassifier(TextTaskModel):
             num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
         )
         # Only the pooled [CLS] output is read: no other position of the last layer is computed.
-        no_positions = keras.ops.zeros_like(inputs["input_word_ids"][:, :0])
-        logits = classifier(encoder(inputs, output_positions=no_positions)["pooled_output"])
+        logits = classifier(encoder(inputs, output_positions=())["pooled_output"])
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.attach(encoder, preprocessor)

@@ -39,11 +39,13 @@ class BertEncoder(RebuiltModel):
         input_type_ids: segment ids (0 for sentence A, 1 for sentence B).
 
     Call args (besides `inputs` and `training`):
-        output_positions: optional int [batch, P], indices into seq. When given, the outputs
-            are `sequence_output` [batch, P, H] at those positions only and `pooled_output`, and
-            the last layer computes only those positions and [CLS] (the pre-trainer reads the
-            masked positions, a classifier none), skipping most of that layer's work. Task
-            models call the encoder this way, so Keras sees it as one nested model.
+        output_positions: optional int [batch, P], indices into seq, or `()` for none. When
+            given, the outputs are `sequence_output` [batch, P, H] at those positions only
+            (P = 0 for `()`) and `pooled_output`, and the last layer computes only those
+            positions and [CLS] (the pre-trainer reads the masked positions, a classifier none:
+            `()`, which being no tensor keeps `plot_model(expand_nested=True)` working), skipping
+            most of that layer's work. Task models call the encoder this way, so Keras sees it
+            as one nested model.
 
     Outputs (a dict, in the compute dtype):
         sequence_output: [batch, seq, H], the last layer.
@@ -134,8 +136,9 @@ class BertEncoder(RebuiltModel):
         for block in lower_layers:
             x = block(x, mask, training=training)
         # The pooler reads [CLS]: the last layer computes it first, then the requested positions.
-        cls_position = ops.zeros((ops.shape(ids)[0], 1), "int32")
-        positions = ops.concatenate([cls_position, ops.cast(output_positions, "int32")], axis=1)
+        positions = ops.zeros((ops.shape(ids)[0], 1), "int32")
+        if not _no_positions(output_positions):
+            positions = ops.concatenate([positions, ops.cast(output_positions, "int32")], axis=1)
         hidden = last_layer(x, mask, training=training, output_positions=positions)
         return {"sequence_output": hidden[:, 1:], "pooled_output": self.pooler(hidden)}
 
@@ -145,7 +148,8 @@ class BertEncoder(RebuiltModel):
         batch, hidden = inputs["input_word_ids"].shape[0], self.config.hidden_size
         return {
             "sequence_output": keras.KerasTensor(
-                (batch, output_positions.shape[1], hidden), self.transformer_layers[-1].compute_dtype
+                (batch, 0 if _no_positions(output_positions) else output_positions.shape[1], hidden),
+                self.transformer_layers[-1].compute_dtype,
             ),
             "pooled_output": keras.KerasTensor((batch, hidden), self.pooler.compute_dtype),
         }
@@ -189,3 +193,8 @@ class BertEncoder(RebuiltModel):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def _no_positions(output_positions) -> bool:
+    """Whether `output_positions` asks for no position besides [CLS] (an empty tuple or list)."""
+    return isinstance(output_positions, (tuple, list)) and len(output_positions) == 0

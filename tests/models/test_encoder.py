@@ -50,9 +50,12 @@ def test_output_positions_give_the_full_outputs_there(encoder):
         atol=1e-5,
     )
     np.testing.assert_allclose(at_positions["pooled_output"], full["pooled_output"], atol=1e-5)
-    no_positions = encoder(inputs, output_positions=np.zeros((2, 0), "int32"))
-    assert no_positions["sequence_output"].shape == (2, 0, 128)
-    np.testing.assert_allclose(no_positions["pooled_output"], full["pooled_output"], atol=1e-5)
+    for none in (np.zeros((2, 0), "int32"), ()):  # `()`: no tensor, as the classifier passes it
+        no_positions = encoder(inputs, output_positions=none)
+        assert no_positions["sequence_output"].shape == (2, 0, 128)
+        np.testing.assert_allclose(no_positions["pooled_output"], full["pooled_output"], atol=1e-5)
+    symbolic = encoder({name: keras.Input((None,), dtype="int32") for name in inputs}, output_positions=())
+    assert symbolic["sequence_output"].shape == (None, 0, 128)
 
 
 def test_padding_does_not_change_real_positions(encoder):

@@ -231,9 +231,9 @@ def test_summary_lists_the_encoder_as_one_nested_model():
 
 
 # Keras' model_to_dot(expand_nested=True) maps each tensor a nested model is called with to one of
-# its inputs; the pre-trainer and the classifier also pass the encoder `output_positions`, so only
-# their unexpanded graphs are drawn (README, "Keras-native").
-EXPANDABLE = ("encoder", "span_labeler", "token_classifier", "feature_extractor")
+# its inputs; the pre-trainer also passes the encoder its masked positions, so only its unexpanded
+# graph is drawn (README, "Keras-native").
+EXPANDABLE = ("encoder", "classifier", "span_labeler", "token_classifier", "feature_extractor")
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
