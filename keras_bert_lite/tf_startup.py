@@ -4,8 +4,8 @@ TensorFlow's Linux CUDA build calls `cuInit` when it starts even where no NVIDIA
 installed, and logs the failure as an error (`E0000 ... failed call to cuInit: ... (303)`) on
 every run. Importing this module calls `skip_gpu_probe_without_driver`, and `keras_bert_lite`
 imports it before TensorFlow, so programs that import the package first (its scripts do) start
-without that line. It only
-acts where no GPU can be used anyway, and never overrides a value the user set.
+without that line. It only acts where no GPU can be used anyway, and never overrides a value the
+user set.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_lite.data.bad_input import BadRecords
 from keras_bert_lite.data.squad.answering import answer_questions
 from keras_bert_lite.data.squad.features import check_window_arguments, squad_dataset, squad_features
-from keras_bert_lite.data.squad.reading import SquadExample
+from keras_bert_lite.data.squad.reading import parse_question
 from keras_bert_lite.layers import SpanHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.losses import replica_share, span_loss
@@ -37,9 +38,10 @@ class BertSpanLabeler(TextTaskModel):
 
     Training data is `(features, labels)` with labels `start_positions`, `end_positions` int32
     [batch], or, with a preprocessor, `x=(questions, contexts)` lists of strings and `y` their
-    answers `{"text", "answer_start"}` as in SQuAD files (see `text_batches`). The loss is the paper's (see `span_loss`), so `compile()` needs no loss; with no
-    arguments it uses BERT's AdamW schedule sized by `fit`. Metrics `start_accuracy` and
-    `end_accuracy`. The encoder's pooler is not read, so it is not trained here.
+    answers `{"text", "answer_start"}` as in SQuAD files (see `text_batches`). The loss is the
+    paper's (see `span_loss`), so `compile()` needs no loss; with no arguments it uses BERT's
+    AdamW schedule sized by `fit`. Metrics `start_accuracy` and `end_accuracy`. The encoder's
+    pooler is not read, so it is not trained here.
 
     Attributes: `encoder`, `span_head`, `preprocessor`.
 
@@ -92,7 +94,8 @@ class BertSpanLabeler(TextTaskModel):
                              "answers; give one context and one answer (or None) per question.")
         if not questions:
             raise ValueError(f"{self.name}: x is empty; expected at least one question.")
-        examples = [_example(i, question, context, answer)
+        bad = BadRecords(f"{self.name}: y", on_error="raise")  # SQuAD files' checks, naming the question
+        examples = [parse_question(_question_entry(i, question, answer), context, True, bad)
                     for i, (question, context, answer) in enumerate(zip(questions, contexts, y))]
         preprocessor = self.require_preprocessor()
         seq_length = preprocessor.seq_length
@@ -183,18 +186,20 @@ def _strings(column, name: str) -> list[str]:
     return [text.decode("utf-8") for text in text_column(column, name).numpy()]
 
 
-def _example(index: int, question: str, context: str, answer) -> SquadExample:
-    """`SquadExample` for the `index`-th question; a ValueError names `y[index]` if its answer is unusable."""
-    if isinstance(answer, dict) and isinstance(answer.get("text"), (list, tuple)):
-        starts = answer.get("answer_start")
-        answer = {"text": answer["text"][0], "answer_start": starts[0]} if answer["text"] and starts else None
+def _question_entry(index: int, question: str, answer) -> dict:
+    """The `index`-th question and its answer as a SQuAD `qas` entry, for `parse_question` to check."""
     if answer is None:
-        return SquadExample(f"x[{index}]", question, context, [], -1, is_impossible=True)
-    if not (isinstance(answer, dict) and isinstance(answer.get("text"), str)
-            and type(answer.get("answer_start")) is int):  # noqa: E721 - True is an int to isinstance
-        raise ValueError(f"y[{index}] must be {{'text': str, 'answer_start': int}} or None, got {answer!r:.80}.")
-    text, start = answer["text"], answer["answer_start"]
-    if not text.strip() or not 0 <= start <= len(context) - len(text) or context[start : start + len(text)] != text:
-        raise ValueError(f"y[{index}]: answer {text!r:.60} does not occur at character {start} of x's context "
-                         f"{index} (found {context[max(start, 0) : max(start, 0) + len(text)]!r:.60}).")
-    return SquadExample(f"x[{index}]", question, context, [text], start)
+        answers = []
+    elif _lists_of_answers(answer):  # the `datasets` form: {"text": [...], "answer_start": [...]}
+        answers = [{"text": text, "answer_start": start} for text, start in zip(answer["text"], answer["answer_start"])]
+    else:
+        answers = [answer]
+    return {"id": f"x[{index}]", "question": question, "answers": answers, "is_impossible": not answers}
+
+
+def _lists_of_answers(answer) -> bool:
+    """Whether `answer` holds equally long lists of texts and offsets."""
+    if not isinstance(answer, dict):
+        return False
+    texts, starts = answer.get("text"), answer.get("answer_start")
+    return isinstance(texts, (list, tuple)) and isinstance(starts, (list, tuple)) and len(texts) == len(starts)

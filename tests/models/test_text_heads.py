@@ -119,7 +119,7 @@ def test_span_labeler_fits_question_context_strings_with_squad_answers(parts):
     found = qa.predict_answers(questions, contexts, max_query_length=8, doc_stride=8)
     assert [a["answer"] for a in found] == ["Ann", "Angela Merkel"]
     assert qa.evaluate((questions, contexts), answers, verbose=0, return_dict=True)["start_accuracy"] == 1.0
-    with pytest.raises(ValueError, match=r"y\[1\]: answer 'Paris' does not occur at character 3"):
+    with pytest.raises(ValueError, match=r"y: question 'x\[1\]': answer 'Paris' does not occur at character 3"):
         qa.fit((questions, contexts), [None, {"text": "Paris", "answer_start": 3}], verbose=0)
     with pytest.raises(TypeError, match="predict_answers"):
         qa.predict((questions, contexts))
