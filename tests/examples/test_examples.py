@@ -25,8 +25,10 @@ pytestmark = pytest.mark.slow
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 COMMON = ["--num_train_epochs=1", "--train_batch_size=4", "--eval_batch_size=8", "--run_eagerly"]
-# What the scripts' start-up (examples/common.py) decides; the tests' own settings are left out.
-ENV = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
+# What the scripts' start-up (examples/common.py, keras_bert_lite.tf_startup) decides; the tests'
+# own settings are left out.
+ENV = {k: v for k, v in os.environ.items()
+       if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "TF_ENABLED_DEVICE_TYPES")}
 ENV["PYTHONPATH"] = str(ROOT)
 
 
