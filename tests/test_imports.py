@@ -14,11 +14,3 @@ def test_import_does_not_load_tensorflow_text_or_tfds():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
-
-def test_former_checkpoints_name_exposes_the_interop_api():
-    import keras_bert_lite.checkpoints as former
-    import keras_bert_lite.interop as interop
-
-    assert former.__all__ == interop.__all__
-    for name in interop.__all__:
-        assert getattr(former, name) is getattr(interop, name), name

@@ -27,7 +27,7 @@ import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
 from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents  # noqa: E402
-from keras_bert_lite.data.pretraining_writer import check_output_files, create_pretraining_data  # noqa: E402
+from keras_bert_lite.data.pretraining.writer import check_output_files, create_pretraining_data  # noqa: E402
 from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
 
 FLAGS = flags.FLAGS

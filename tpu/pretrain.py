@@ -52,8 +52,8 @@ from absl import app, flags, logging  # noqa: E402
 from keras_bert_lite.atomic import write_text_atomically  # noqa: E402
 from keras_bert_lite.config import PRESETS, BertConfig  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, expand_file_patterns  # noqa: E402
-from keras_bert_lite.data.pretraining_files import check_pretraining_files  # noqa: E402
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset  # noqa: E402
+from keras_bert_lite.data.pretraining.files import check_pretraining_files  # noqa: E402
+from keras_bert_lite.data.pretraining.reader import pretraining_dataset  # noqa: E402
 from keras_bert_lite.models import BertEncoder, BertPretrainer  # noqa: E402
 from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
 from keras_bert_lite.training import demo_data, demo_evaluation  # noqa: E402

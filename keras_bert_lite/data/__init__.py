@@ -1,17 +1,23 @@
-"""Data: corpora, pre-training TFRecords in the original format, and fine-tuning task formats."""
+"""Data: corpora, and one subpackage per format: `pretraining` (the original TFRecords), `glue`, `ner`,
+`squad`."""
 
-from keras_bert_lite.data.classification_dataset import classification_dataset
-from keras_bert_lite.data.conll import CONLL2003_TAGS, read_conll
 from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents
-from keras_bert_lite.data.entity_metrics import entity_f1
-from keras_bert_lite.data.glue_metrics import glue_metrics
-from keras_bert_lite.data.glue_reader import ClassificationData, read_glue_tsv
-from keras_bert_lite.data.glue_tasks import GLUE_TASKS, get_glue_task
-from keras_bert_lite.data.ner_inputs import ner_dataset
-from keras_bert_lite.data.pretraining_files import check_pretraining_files
-from keras_bert_lite.data.pretraining_format import pretraining_feature_spec
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset
-from keras_bert_lite.data.pretraining_writer import PretrainingDataStats, create_pretraining_data
+from keras_bert_lite.data.glue import (
+    GLUE_TASKS,
+    ClassificationData,
+    classification_dataset,
+    get_glue_task,
+    glue_metrics,
+    read_glue_tsv,
+)
+from keras_bert_lite.data.ner import CONLL2003_TAGS, entity_f1, ner_dataset, read_conll
+from keras_bert_lite.data.pretraining import (
+    PretrainingDataStats,
+    check_pretraining_files,
+    create_pretraining_data,
+    pretraining_dataset,
+    pretraining_feature_spec,
+)
 from keras_bert_lite.data.squad import (
     predict_answers,
     read_squad,

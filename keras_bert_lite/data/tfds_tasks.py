@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert_lite.data.bad_input import BadRecords
-from keras_bert_lite.data.conll import TaggedSentence
-from keras_bert_lite.data.glue_reader import ClassificationData
-from keras_bert_lite.data.glue_tasks import GlueTask, get_glue_task
+from keras_bert_lite.data.glue.reader import ClassificationData
+from keras_bert_lite.data.glue.tasks import GlueTask, get_glue_task
+from keras_bert_lite.data.ner.conll import TaggedSentence
 from keras_bert_lite.data.squad import SquadExample, parse_question
 
 # TFDS feature names of each GLUE task's texts.

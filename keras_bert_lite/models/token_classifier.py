@@ -10,9 +10,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_bert_lite.data.conll import TaggedSentence
-from keras_bert_lite.data.entity_metrics import entity_spans
-from keras_bert_lite.data.ner_inputs import ner_dataset, predicted_tags, tag_inputs
+from keras_bert_lite.data.ner.conll import TaggedSentence
+from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs
+from keras_bert_lite.data.ner.metrics import entity_spans
 from keras_bert_lite.layers import ClassificationHead
 from keras_bert_lite.models.classifier import check_label_names, check_num_classes
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs

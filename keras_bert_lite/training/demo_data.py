@@ -30,7 +30,7 @@ from absl import logging
 
 from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, builtin_documents, deduplicate_sentences
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 from keras_bert_lite.text.tokenizer import BertTokenizer
 from keras_bert_lite.text.vocab import build_vocab
 

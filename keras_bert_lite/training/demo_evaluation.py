@@ -21,8 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining_format import pretraining_feature_spec
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
+from keras_bert_lite.data.pretraining.reader import pretraining_dataset
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.training.demo_data import masked_word_position
 

@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from keras_bert_lite.data import corpora
 from keras_bert_lite.data.corpora import builtin_documents
-from keras_bert_lite.data.pretraining_format import serialize_example
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.data.pretraining.format import serialize_example
+from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20

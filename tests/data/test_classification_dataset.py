@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.data.classification_dataset import check_labels, classification_dataset
-from keras_bert_lite.data.glue_reader import ClassificationData, read_glue_tsv
+from keras_bert_lite.data.glue.dataset import check_labels, classification_dataset
+from keras_bert_lite.data.glue.reader import ClassificationData, read_glue_tsv
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "glue"
 

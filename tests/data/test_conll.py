@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from keras_bert_lite.data.conll import CONLL2003_TAGS, read_conll
+from keras_bert_lite.data.ner.conll import CONLL2003_TAGS, read_conll
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "conll"
 

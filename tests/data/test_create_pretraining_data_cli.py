@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 
 pytestmark = pytest.mark.slow
 

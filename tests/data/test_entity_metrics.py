@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_bert_lite.data.entity_metrics import entity_f1, entity_spans
+from keras_bert_lite.data.ner.metrics import entity_f1, entity_spans
 
 
 def test_entity_spans_iob2_and_iob1():

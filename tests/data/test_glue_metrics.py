@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keras_bert_lite.data.glue_metrics import f1_binary, glue_metrics, matthews_corrcoef, pearson, spearman
+from keras_bert_lite.data.glue.metrics import f1_binary, glue_metrics, matthews_corrcoef, pearson, spearman
 
 
 def test_binary_metrics_by_hand():

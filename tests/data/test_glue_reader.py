@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from keras_bert_lite.data.glue_reader import ClassificationData, ClassificationExample, read_glue_tsv
-from keras_bert_lite.data.glue_tasks import GLUE_TASKS, get_glue_task
+from keras_bert_lite.data.glue.reader import ClassificationData, ClassificationExample, read_glue_tsv
+from keras_bert_lite.data.glue.tasks import GLUE_TASKS, get_glue_task
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "glue"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_bert_lite.data.glue_tasks import GLUE_TASKS, get_glue_task
+from keras_bert_lite.data.glue.tasks import GLUE_TASKS, get_glue_task
 
 
 def test_names_and_spellings():

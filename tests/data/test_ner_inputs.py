@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.data.conll import CONLL2003_TAGS, TaggedSentence, read_conll
-from keras_bert_lite.data.ner_inputs import ner_dataset, predicted_tags, tag_inputs, word_positions
+from keras_bert_lite.data.ner.conll import CONLL2003_TAGS, TaggedSentence, read_conll
+from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs, word_positions
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "conll"
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from keras_bert_lite.data.corpora import read_documents
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.data.pretraining.reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 
 pytestmark = pytest.mark.slow
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining_format import pretraining_feature_spec
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
+from keras_bert_lite.data.pretraining.reader import pretraining_dataset
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.tokenizer import BertTokenizer
 

@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from keras_bert_lite.data.pretraining_format import (
+from keras_bert_lite.data.pretraining.format import (
     FEATURES,
     feature_lengths,
     record_problem,
     serialize_example,
 )
-from keras_bert_lite.data.pretraining_records import CHUNK_SIZE, read_checked_records
+from keras_bert_lite.data.pretraining.records import CHUNK_SIZE, read_checked_records
 
 SEQ, PRED, VOCAB = 12, 4, 50
 LENGTHS = feature_lengths(SEQ, PRED)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.data import pretraining_writer
-from keras_bert_lite.data.pretraining_pairs import create_pair_instances
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data, tokenize_documents
+from keras_bert_lite.data.pretraining import writer as pretraining_writer
+from keras_bert_lite.data.pretraining.pairs import create_pair_instances
+from keras_bert_lite.data.pretraining.writer import create_pretraining_data, tokenize_documents
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
 # A slice of the built-in corpus for the runs that are repeated.

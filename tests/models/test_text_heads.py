@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite.config import BertConfig
-from keras_bert_lite.data.conll import CONLL2003_TAGS
+from keras_bert_lite.data.ner.conll import CONLL2003_TAGS
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
 from keras_bert_lite.models.token_classifier import BertTokenClassifier

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite.config import BertConfig
-from keras_bert_lite.data.pretraining_reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.reader import pretraining_dataset
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 from keras_bert_lite.text.tokenizer import load_vocabulary
 from keras_bert_lite.training import demo_data, demo_evaluation

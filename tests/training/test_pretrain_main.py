@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from keras_bert_lite import tf_startup
 from keras_bert_lite.data.corpora import builtin_documents
-from keras_bert_lite.data.pretraining_writer import create_pretraining_data
+from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
 from keras_bert_lite.training import demo_data
 from keras_bert_lite.training.optimization import WarmupLinearDecay

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.data.glue_reader import ClassificationData
+from keras_bert_lite.data.glue.reader import ClassificationData
 
 
 def check_labels(labels: np.ndarray, num_classes: int) -> None:

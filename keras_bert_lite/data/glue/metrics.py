@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_bert_lite.data.glue_tasks import GlueTask, get_glue_task
+from keras_bert_lite.data.glue.tasks import GlueTask, get_glue_task
 
 
 def _binary_counts(labels: np.ndarray, predictions: np.ndarray) -> tuple[int, int, int, int]:

@@ -1,7 +1,7 @@
 """GLUE sentence(-pair) classification: the task definitions, TSV reading, tf.data pipelines and metrics.
 
-The names live in `glue_tasks`, `glue_reader`, `classification_dataset` and `glue_metrics`, one job
-each; this module gathers them under the path code already imports them from.
+One job a module: `tasks` (the task definitions), `reader` (TSV files), `dataset` (the `tf.data`
+pipeline) and `metrics`.
 
 Example:
 
@@ -11,10 +11,10 @@ Example:
     ...                             is_training=True, num_classes=task.num_classes)
 """
 
-from keras_bert_lite.data.classification_dataset import check_labels, classification_dataset
-from keras_bert_lite.data.glue_metrics import f1_binary, glue_metrics, matthews_corrcoef, pearson, spearman
-from keras_bert_lite.data.glue_reader import ClassificationData, ClassificationExample, read_glue_tsv
-from keras_bert_lite.data.glue_tasks import GLUE_TASKS, GlueTask, get_glue_task
+from keras_bert_lite.data.glue.dataset import check_labels, classification_dataset
+from keras_bert_lite.data.glue.metrics import f1_binary, glue_metrics, matthews_corrcoef, pearson, spearman
+from keras_bert_lite.data.glue.reader import ClassificationData, ClassificationExample, read_glue_tsv
+from keras_bert_lite.data.glue.tasks import GLUE_TASKS, GlueTask, get_glue_task
 
 __all__ = [
     "GLUE_TASKS",

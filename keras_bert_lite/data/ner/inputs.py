@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lite.data.conll import TaggedSentence
+from keras_bert_lite.data.ner.conll import TaggedSentence
 
 
 def tag_inputs(words: tf.RaggedTensor, tokenizer, packer) -> tuple[dict, tf.RaggedTensor]:

@@ -1,8 +1,7 @@
 """CoNLL-2003 named-entity data: reading, word-piece label alignment, entity-level F1.
 
-The names live in `conll` (reading), `ner_inputs` (alignment, datasets, predictions) and
-`entity_metrics`, one job each; this module gathers them under the path code already imports
-them from.
+One job a module: `conll` (reading), `inputs` (alignment, datasets, predictions) and `metrics`
+(entity-level F1).
 
 Example:
 
@@ -11,9 +10,9 @@ Example:
     >>> entity_f1([s.tags for s in dev], predicted_tags)["f1"]
 """
 
-from keras_bert_lite.data.conll import CONLL2003_TAGS, TaggedSentence, read_conll
-from keras_bert_lite.data.entity_metrics import entity_f1, entity_spans
-from keras_bert_lite.data.ner_inputs import ner_dataset, predicted_tags, tag_inputs, word_positions
+from keras_bert_lite.data.ner.conll import CONLL2003_TAGS, TaggedSentence, read_conll
+from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs, word_positions
+from keras_bert_lite.data.ner.metrics import entity_f1, entity_spans
 
 __all__ = [
     "CONLL2003_TAGS",

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining_files import check_pretraining_files, check_shape_arguments
-from keras_bert_lite.data.pretraining_format import PREDICTION_FEATURES
-from keras_bert_lite.data.pretraining_records import read_checked_records, unpack_features
+from keras_bert_lite.data.pretraining.files import check_pretraining_files, check_shape_arguments
+from keras_bert_lite.data.pretraining.format import PREDICTION_FEATURES
+from keras_bert_lite.data.pretraining.records import read_checked_records, unpack_features
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.tokenizer import BertTokenizer
 

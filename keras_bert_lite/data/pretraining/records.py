@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining_format import (
+from keras_bert_lite.data.pretraining.format import (
     FLOAT_FEATURE,
     PREDICTION_FEATURES,
     SEQUENCE_FEATURES,

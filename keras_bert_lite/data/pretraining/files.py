@@ -21,7 +21,7 @@ from absl import logging
 from google.protobuf.message import DecodeError
 
 from keras_bert_lite.data.corpora import expand_file_patterns
-from keras_bert_lite.data.pretraining_format import record_problem
+from keras_bert_lite.data.pretraining.format import record_problem
 
 
 def check_pretraining_files(

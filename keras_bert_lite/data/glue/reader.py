@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lite.data.bad_input import BadRecords
-from keras_bert_lite.data.glue_tasks import Column, GlueTask, get_glue_task
+from keras_bert_lite.data.glue.tasks import Column, GlueTask, get_glue_task
 
 
 class ClassificationExample(NamedTuple):

@@ -1,0 +1,19 @@
+"""BERT pre-training data in Google's original TFRecord format.
+
+One job a module: `format` (the record's features), `pairs` (next-sentence pairs from documents),
+`writer` (documents -> TFRecord shards), `records` and `files` (checking files before training) and
+`reader` (the `tf.data` input pipeline of training).
+"""
+
+from keras_bert_lite.data.pretraining.files import check_pretraining_files
+from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
+from keras_bert_lite.data.pretraining.reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.writer import PretrainingDataStats, create_pretraining_data
+
+__all__ = [
+    "PretrainingDataStats",
+    "check_pretraining_files",
+    "create_pretraining_data",
+    "pretraining_dataset",
+    "pretraining_feature_spec",
+]
