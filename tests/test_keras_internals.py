@@ -1,6 +1,7 @@
 """The private Keras members keras_bert_lite relies on, checked against the installed Keras.
 
-The text layers (`BertTokenizer`, `BertPackInputs`, `BertPreprocessor`, `MaskedLMMasker`) set
+The text layers (`BertTokenizer`, `BertPackInputs`, `BertPreprocessor`, `MaskedLMMasker`) derive from
+`keras_bert_lite.text.text_layer.TextLayer`, which sets
 `_convert_input_args = False` and `_allow_non_tensor_positional_args = True`, as Keras' own
 preprocessing layers and KerasHub's do, so that they accept Python strings and nested lists
 positionally and see their inputs unconverted. Keras has no public switch for this, so setup.py
@@ -14,18 +15,17 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite.text import BertPackInputs, BertPreprocessor, BertTokenizer, MaskedLMMasker
+from keras_bert_lite.text.text_layer import TextLayer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "##s", "."]
 MEMBERS = {"_convert_input_args": True, "_allow_non_tensor_positional_args": False}  # Keras' defaults
 
 
-class _Seen(keras.layers.Layer):
+class _Seen(TextLayer):
     """Records what `call` receives, with the text layers' two settings."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.seen = None
 
     def call(self, inputs):

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer, load_vocabulary
 
 
@@ -159,7 +160,7 @@ def _select_whole_words(candidate, continuation, num_to_predict, seed):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class MaskedLMMasker(keras.layers.Layer):
+class MaskedLMMasker(TextLayer):
     """Masks BERT inputs on the fly for masked-language-model pre-training.
 
     A new mask is drawn at every call (dynamic masking), reproducibly from `seed`: the layer's seed state
@@ -217,8 +218,6 @@ class MaskedLMMasker(keras.layers.Layer):
     ):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if not 0.0 < selection_rate <= 1.0:
             raise ValueError(f"selection_rate must be in (0, 1], got {selection_rate}.")
         if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.text.text_layer import TextLayer
+
 # tensorflow_text (~120 MB resident) is imported where it is used, so that training from
 # TFRecords does not load it. Truncator name -> tensorflow_text trimmer class name.
 _TRIMMERS = {"round_robin": "RoundRobinTrimmer", "waterfall": "WaterfallTrimmer"}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertPackInputs(keras.layers.Layer):
+class BertPackInputs(TextLayer):
     """`[CLS] A [SEP] B [SEP] ...` plus padding, as BERT's three int32 inputs.
 
     Segments that do not fit are truncated at their ends. `"round_robin"` hands out the free positions one at
@@ -56,8 +58,6 @@ class BertPackInputs(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.built = True
         if truncator not in _TRIMMERS:
             raise ValueError(

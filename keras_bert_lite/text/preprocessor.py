@@ -8,13 +8,14 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lite.text.packer import BertPackInputs
+from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
 _OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertPreprocessor(keras.layers.Layer):
+class BertPreprocessor(TextLayer):
     """Strings (or string pairs) in, `input_word_ids`/`input_mask`/`input_type_ids` out.
 
     Runs entirely in the TensorFlow graph, so it can be used in `tf.data.Dataset.map`, inside a Keras
@@ -65,8 +66,6 @@ class BertPreprocessor(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.built = True
         self.tokenizer = BertTokenizer(
             vocabulary,

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from keras_bert_lite.text.normalization import PLAIN_ASCII, normalize_text, source_spans
 from keras_bert_lite.text.protected_words import ProtectedWords
+from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.vocab import (
     SPECIAL_TOKENS,
     SUFFIX_INDICATOR,
@@ -41,7 +42,7 @@ def _as_string_batch(inputs) -> tf.Tensor:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertTokenizer(keras.layers.Layer):
+class BertTokenizer(TextLayer):
     """Strings to BERT WordPiece ids, identical to the original `FullTokenizer`.
 
     The defaults reproduce Google's tokenizer (and Hugging Face's `BertTokenizerFast` wherever the two
@@ -90,9 +91,6 @@ class BertTokenizer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # Strings pass through unchanged; there are no weights to build.
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.built = True
 
         if isinstance(vocabulary, (str, os.PathLike)):
