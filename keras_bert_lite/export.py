@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Sequence
 
@@ -51,34 +50,12 @@ def _write(export_dir: str | os.PathLike, model: keras.Model, preprocessor, endp
     module.preprocessor = preprocessor
     signatures = {}
     for name, (fn, input_signature) in endpoints.items():
-        function = _capture_first(fn, input_signature)
+        function = tf.function(fn, input_signature=input_signature, autograph=False)
         setattr(module, name, function)
         signatures[name] = function
     export_dir = os.fspath(export_dir)
     tf.saved_model.save(module, export_dir, signatures=signatures)
     return export_dir
-
-
-def _capture_first(fn, input_signature: list[tf.TensorSpec]) -> tf.types.experimental.PolymorphicFunction:
-    """`fn` as a `tf.function` that captures its external tensors before calling into any layer.
-
-    A tensor first captured inside a layer's name scope (a variable's handle, the tokenizer's tables and
-    WordPiece model) becomes a function input with a scoped name, which the SavedModel signature then
-    renames, logging one long absl INFO line per signature on every export. Capturing every external
-    tensor of a first trace at the top level of the final trace keeps the plain names; the computation
-    is unchanged.
-    """
-    captured = tf.function(fn, input_signature=input_signature, autograph=False).get_concrete_function()
-    external = list(captured.captured_inputs)
-
-    @functools.wraps(fn)
-    def top_level_captures(*args):
-        graph = tf.compat.v1.get_default_graph()  # the function's FuncGraph
-        for index, tensor in enumerate(external):
-            graph.capture(tensor, name=f"captured_{index}")
-        return fn(*args)
-
-    return tf.function(top_level_captures, input_signature=input_signature, autograph=False)
 
 
 def export_saved_model(

@@ -267,23 +267,3 @@ def test_unsupported_models_and_bad_arguments(tmp_path, real_vocab_file):
         export_saved_model(BertSpanLabeler(encoder), preprocessor, tmp_path / "w", max_query_length=4,
                            window_batch_size=0)
 
-
-def test_export_logs_no_signature_input_renaming(tmp_path, real_vocab_file):
-    # Captured tables and variables used to reach the signatures with scoped names, which TensorFlow
-    # renamed with one long absl INFO line per signature on every export.
-    script = (
-        "import sys\n"
-        "from absl import logging\n"
-        "from keras_bert_lite.config import BertConfig\n"
-        "from keras_bert_lite.export import export_encoder\n"
-        "from keras_bert_lite.models.encoder import BertEncoder\n"
-        "from keras_bert_lite.text.preprocessor import BertPreprocessor\n"
-        "logging.set_verbosity(logging.INFO)\n"
-        "preprocessor = BertPreprocessor(sys.argv[1], seq_length=16)\n"
-        "encoder = BertEncoder(BertConfig.preset('tiny', num_hidden_layers=1))\n"
-        "export_encoder(encoder, preprocessor, sys.argv[2])\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script, real_vocab_file, str(tmp_path / "encoder")],
-                            capture_output=True, text=True, timeout=300, check=True)
-    assert "Writing fingerprint" in result.stderr  # absl INFO lines do reach stderr
-    assert "unsupported characters" not in result.stderr, result.stderr
