@@ -65,7 +65,6 @@ from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import load_vocabulary
 
-CHECKPOINT_KINDS = ("keras", "google", "hugging_face")
 KERAS_ENCODER_NAME = "encoder.keras"
 GOOGLE_CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
@@ -204,31 +203,23 @@ def load_folder(
 ) -> tuple[keras.Model, BertPreprocessor]:
     """The model and preprocessor of a Google ("google") or Hugging Face ("hugging_face") folder.
 
-    Args:
-        kind: "google" or "hugging_face".
-        directory: the folder.
-        seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
-        lower_case: None reads it from the folder by the rule of its kind (module docstring).
-        vocab_file: the vocabulary, when it is not `vocab.txt` in the folder.
-        build: makes the model from the folder's config: a `BertEncoder` (the checkpoint's
-            pre-training heads are then ignored) or a `BertPretrainer` (the heads must be there).
+    `lower_case` None reads it by the rule of the kind (module docstring); `vocab_file` None is the
+    folder's `vocab.txt`; `build` makes the model from the folder's config: a `BertEncoder` (any
+    pre-training heads in the checkpoint are ignored) or a `BertPretrainer` (they must be there).
 
     Raises:
-        FileNotFoundError: naming a missing file.
-        ValueError: naming the file, for an invalid config, vocabulary or checkpoint.
-        CheckpointMismatchError: (a ValueError) when the weights do not fit the folder's config.
+        FileNotFoundError, ValueError: naming the file, for a missing or invalid config,
+            vocabulary or checkpoint; `CheckpointMismatchError` (a ValueError) for weights that do
+            not fit the config.
     """
     vocab_file = vocab_file or os.path.join(directory, VOCAB_NAME)
     if kind == "google":
         config = BertConfig.from_json_file(os.path.join(directory, GOOGLE_CONFIG_NAME))
-        if lower_case is None:
-            lower_case = lower_case_for_folder(directory, load_vocabulary(vocab_file))
         load, heads = load_google_checkpoint, GOOGLE_HEAD_PREFIXES
     else:
-        config = read_hf_config(directory)
-        if lower_case is None:
-            lower_case = read_hf_lower_case(directory)
-        load, heads = load_hf_checkpoint, HF_HEAD_PREFIXES
+        config, load, heads = read_hf_config(directory), load_hf_checkpoint, HF_HEAD_PREFIXES
+    if lower_case is None:
+        lower_case = _lower_case(kind, directory, vocab_file)[0]
     preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case)
     target = build(config)
     report = load(target, directory, strict=False)

@@ -1,8 +1,6 @@
-"""A model with the weights of a Google or Hugging Face release folder: a `BertEncoder`, or a
-`BertPretrainer` with the checkpoint's pre-training heads (to continue pre-training).
-
-`from_checkpoint` (`checkpoint_folder`) loads an encoder from a folder of any kind; this module
-sits above the pre-trainer, which the task models' `from_checkpoint` lies below.
+"""A Google or Hugging Face release folder as a `BertEncoder`, or as a `BertPretrainer` with the
+checkpoint's pre-training heads (to continue pre-training). This module sits above the
+pre-trainer; `checkpoint_folder`, which the task models' `from_checkpoint` use, sits below it.
 
 Example:
 
@@ -36,10 +34,7 @@ def _builder(kind: str) -> Callable[[BertConfig], BertEncoder | BertPretrainer]:
 
 
 def from_google_checkpoint(
-    directory: str | os.PathLike,
-    model: str = "encoder",
-    seq_length: int = 128,
-    lower_case: bool | None = None,
+    directory: str | os.PathLike, model: str = "encoder", seq_length: int = 128, lower_case: bool | None = None
 ) -> tuple[BertEncoder | BertPretrainer, BertPreprocessor]:
     """Builds a model and its preprocessor from a Google BERT release folder.
 
@@ -69,25 +64,9 @@ def from_google_checkpoint(
 
 
 def from_hf_checkpoint(
-    directory: str | os.PathLike,
-    model: str = "encoder",
-    seq_length: int = 128,
-    lower_case: bool | None = None,
+    directory: str | os.PathLike, model: str = "encoder", seq_length: int = 128, lower_case: bool | None = None
 ) -> tuple[BertEncoder | BertPretrainer, BertPreprocessor]:
-    """Builds a model and its preprocessor from a Hugging Face BERT folder.
-
-    Args:
-        directory: folder with `config.json`, `model.safetensors` (or `pytorch_model.bin`) and
-            `vocab.txt`.
-        model: "encoder" (a `BertEncoder`; pre-training heads in the file are ignored) or
-            "pretrainer" (a `BertPretrainer`; the file must hold the `cls.*` heads).
-        seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
-        lower_case: None reads `do_lower_case` from `tokenizer_config.json` (default True).
-
-    Returns:
-        (model, preprocessor).
-
-    Raises:
-        FileNotFoundError, ValueError, CheckpointMismatchError: as `from_google_checkpoint`.
-    """
+    """As `from_google_checkpoint`, from a Hugging Face BERT folder: `config.json`,
+    `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`; the heads are `cls.*`, and
+    `lower_case` None reads `do_lower_case` from `tokenizer_config.json` (default True)."""
     return load_folder("hugging_face", os.fspath(directory), seq_length, lower_case, build=_builder(model))
