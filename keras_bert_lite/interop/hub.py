@@ -39,8 +39,8 @@ def hub_folder(path: str | os.PathLike) -> str | None:
 
     Raises:
         ImportError: `huggingface_hub` is not installed (naming the extra that installs it).
-        FileNotFoundError: naming `path`, the revision and the files tried, when the model or a
-            needed file is neither in the cache nor reachable on the Hub.
+        FileNotFoundError: naming `path`, the revision, the missing file and where it was looked
+            for, when the model or a needed file is neither in the cache nor reachable on the Hub.
     """
     if not isinstance(path, str):
         return None
@@ -60,23 +60,25 @@ def hub_folder(path: str | os.PathLike) -> str | None:
              + (" (HF_HUB_OFFLINE is set)" if offline else " or on the Hub"))
     tried += f"model {repo_id} at revision {revision or 'main'}"
 
-    def fetch(filename: str) -> str | None:
+    def fetch(filename: str, required: str = "") -> str | None:
         try:
             return huggingface_hub.hf_hub_download(
                 repo_id, filename, revision=revision or None, local_files_only=offline
             )
-        except errors.EntryNotFoundError:  # not in the model (or not cached, offline)
+        except errors.EntryNotFoundError as e:  # not in the model, or not cached while offline or unreachable
+            unreachable = isinstance(e, errors.LocalEntryNotFoundError) and not offline
+            if required:  # stop at the first: each look-up of an unreachable Hub retries for seconds
+                reason = f" ({e})" if unreachable else "."
+                raise FileNotFoundError(f"{tried}: no {required} {where}{reason}") from None
             return None
 
     try:
-        config, vocab = fetch(CONFIG_NAME), fetch(VOCAB_NAME)
-        weights = fetch(SAFETENSORS_NAME) or fetch(PYTORCH_NAME)
-        if config and vocab and weights:
-            fetch(TOKENIZER_CONFIG_NAME)
-    except (OSError, ValueError) as e:  # no such repository or revision, no access, no connection
+        config = fetch(CONFIG_NAME, CONFIG_NAME)
+        fetch(VOCAB_NAME, VOCAB_NAME)
+        fetch(SAFETENSORS_NAME) or fetch(PYTORCH_NAME, f"{SAFETENSORS_NAME} or {PYTORCH_NAME}")
+        fetch(TOKENIZER_CONFIG_NAME)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as e:  # no such repository or revision, no access
         raise FileNotFoundError(f"{tried} not found {where}: {e}") from None
-    missing = [name for name, found in ((CONFIG_NAME, config), (VOCAB_NAME, vocab),
-                                        (f"{SAFETENSORS_NAME} or {PYTORCH_NAME}", weights)) if not found]
-    if missing:
-        raise FileNotFoundError(f"{tried}: no {', '.join(missing)} {where}.")
     return os.path.dirname(config)
