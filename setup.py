@@ -32,8 +32,11 @@ setup(
             "torch==2.13.0",
             "transformers",
             "tokenizers",
+            "huggingface_hub",  # the hub tests build its cache layout
             "pydot",  # keras.utils.model_to_dot / plot_model on our nested models
         ],
+        # Loading models by Hugging Face Hub name (`from_checkpoint("hf://org/name")`).
+        "hub": ["huggingface_hub"],
         # Benchmark peers.
         "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers", "bert-tensorflow==1.0.4"],
     },

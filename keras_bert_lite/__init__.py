@@ -23,8 +23,6 @@ from keras_bert_lite.export import export_encoder, export_saved_model
 from keras_bert_lite.interop import (
     CheckpointMismatchError,
     LoadReport,
-    from_google_checkpoint,
-    from_hf_checkpoint,
     load_google_checkpoint,
     load_hf_checkpoint,
     save_google_checkpoint,
@@ -52,6 +50,7 @@ from keras_bert_lite.models import (
     text_dataset,
 )
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
+from keras_bert_lite.models.release_folders import from_google_checkpoint, from_hf_checkpoint
 from keras_bert_lite.text import (
     BertPackInputs,
     BertPreprocessor,

@@ -205,7 +205,7 @@ def read_model(source: Source) -> keras.Model:
     """The model held by `source`, with its weights."""
     from keras_bert_lite.interop import load_google_checkpoint, load_hf_checkpoint
     from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
-    from keras_bert_lite.interop.release import build_model
+    from keras_bert_lite.models.release_folders import build_model
 
     if source.model is not None:
         return source.model

@@ -1,14 +1,14 @@
-"""Interoperability with Google's original TF1 checkpoints and Hugging Face BERT folders."""
+"""Google's original TF1 checkpoints and Hugging Face BERT folders: configs, named weights,
+vocabularies, read and written. No model class is imported here (see `mapping`), so that the
+models' `from_checkpoint` may use this package."""
 
 from keras_bert_lite.interop.google import (
-    from_google_checkpoint,
     load_google_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
 from keras_bert_lite.interop.huggingface import (
     bert_config_from_hf,
-    from_hf_checkpoint,
     hf_config_from_bert,
     load_hf_checkpoint,
     read_hf_config,
@@ -21,8 +21,6 @@ __all__ = [
     "CheckpointMismatchError",
     "LoadReport",
     "bert_config_from_hf",
-    "from_google_checkpoint",
-    "from_hf_checkpoint",
     "hf_config_from_bert",
     "load_google_checkpoint",
     "load_hf_checkpoint",

@@ -1,9 +1,9 @@
 """Google's original TF1 BERT checkpoints (`bert_model.ckpt.*`): load, save, release folders.
 
-Example:
+`from_checkpoint` and `from_google_checkpoint` (`keras_bert_lite.models`)
+build a model from a release folder with these functions.
 
-    >>> encoder, preprocessor = from_google_checkpoint("uncased_L-12_H-768_A-12")
-    >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
+Example:
 
     >>> pretrainer = BertPretrainer(BertEncoder(BertConfig.from_json_file("bert_config.json")))
     >>> report = load_google_checkpoint(pretrainer, "uncased_L-12_H-768_A-12/bert_model.ckpt")
@@ -21,20 +21,16 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.atomic import atomic_write
-from keras_bert_lite.config import BertConfig
-from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, weight_specs
+from keras_bert_lite.interop.mapping import weight_specs
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
     VocabularySource,
-    build_model,
     lower_case_for_folder,
-    make_preprocessor,
     model_config,
     publishing,
     resolve_vocabulary,
 )
 from keras_bert_lite.interop.report import LoadReport, restore_weights
-from keras_bert_lite.text import load_vocabulary
 
 CHECKPOINT_NAME = "bert_model.ckpt"
 CONFIG_NAME = "bert_config.json"
@@ -204,44 +200,3 @@ def save_google_checkpoint(
     logging.info("Wrote %s.{index,data-00000-of-00001} and %s in %s", os.path.basename(path), ", ".join(files),
                  directory or ".")
     return path
-
-
-def from_google_checkpoint(
-    directory: str | os.PathLike,
-    model: str = "encoder",
-    seq_length: int = 128,
-    lower_case: bool | None = None,
-) -> tuple[keras.Model, keras.layers.Layer]:
-    """Builds a model and its preprocessor from a Google BERT release folder.
-
-    The folder holds `bert_config.json`, `vocab.txt` and `bert_model.ckpt.*` (as in
-    `uncased_L-12_H-768_A-12/` or the Small BERTs `uncased_L-4_H-256_A-4/`).
-
-    Args:
-        directory: the release folder.
-        model: "encoder" (a `BertEncoder`; the checkpoint's pre-training heads are ignored) or
-            "pretrainer" (a `BertPretrainer`; the checkpoint must hold the `cls/*` heads).
-        seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
-        lower_case: whether the vocabulary is uncased; None infers it from the folder name as
-            Google's releases are named (`uncased_*` True; `cased_*`, `multi_cased_*` False), and
-            for other names from the vocabulary (cased if a token has an upper-case letter).
-
-    Returns:
-        (model, preprocessor): the loaded model and a `BertPreprocessor` for its vocabulary.
-
-    Raises:
-        FileNotFoundError: naming a missing file.
-        ValueError: naming the file, for an invalid `bert_config.json`, `vocab.txt` or checkpoint.
-        CheckpointMismatchError: (a ValueError) when the checkpoint does not fit `bert_config.json`
-            (anything other than unused heads for an encoder).
-    """
-    directory = os.fspath(directory)
-    config = BertConfig.from_json_file(os.path.join(directory, CONFIG_NAME))
-    vocab_file = os.path.join(directory, VOCAB_NAME)
-    if lower_case is None:
-        lower_case = lower_case_for_folder(directory, load_vocabulary(vocab_file))
-    preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case)
-    target = build_model(config, model)
-    report = load_google_checkpoint(target, directory, strict=False)
-    report.raise_for_problems(allowed_unexpected=GOOGLE_HEAD_PREFIXES if model == "encoder" else ())
-    return target, preprocessor

@@ -4,10 +4,12 @@ Reads `BertModel` names (`embeddings.*`, `encoder.layer.N.*`, `pooler.*`) and
 `BertForPreTraining` names (the same under `bert.`, plus `cls.predictions.*` and
 `cls.seq_relationship.*`). PyTorch `nn.Linear` weights are [out, in] and are transposed.
 
+`from_checkpoint` and `from_hf_checkpoint` (`keras_bert_lite.models`) build
+a model from such a folder with these functions.
+
 Example:
 
-    >>> encoder, preprocessor = from_hf_checkpoint("all-MiniLM-L6-v2")
-    >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
+    >>> report = load_hf_checkpoint(encoder, "all-MiniLM-L6-v2")
     >>> save_hf_checkpoint(encoder, "exported", preprocessor)  # transformers' from_pretrained loads it
 """
 
@@ -25,19 +27,16 @@ from absl import logging
 
 from keras_bert_lite.config import BertConfig, read_json_file
 from keras_bert_lite.interop.hf_weights import SAFETENSORS_NAME, normalize_names, read_hf_weights
-from keras_bert_lite.interop.mapping import HF_HEAD_PREFIXES, weight_specs
+from keras_bert_lite.interop.mapping import is_pretrainer, weight_specs
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
     FolderVocabulary,
     VocabularySource,
-    build_model,
-    make_preprocessor,
     model_config,
     publishing,
     resolve_vocabulary,
 )
 from keras_bert_lite.interop.report import LoadReport, restore_weights
-from keras_bert_lite.models import BertPretrainer
 
 CONFIG_NAME = "config.json"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
@@ -195,36 +194,6 @@ def read_hf_lower_case(directory: str | os.PathLike) -> bool:
     return lower_case
 
 
-def from_hf_checkpoint(
-    directory: str | os.PathLike,
-    model: str = "encoder",
-    seq_length: int = 128,
-    lower_case: bool | None = None,
-) -> tuple[keras.Model, keras.layers.Layer]:
-    """Builds a model and its preprocessor from a Hugging Face BERT folder.
-
-    Args:
-        directory: folder with `config.json`, `model.safetensors` (or `pytorch_model.bin`) and
-            `vocab.txt`.
-        model: "encoder" (a `BertEncoder`; pre-training heads in the file are ignored) or
-            "pretrainer" (a `BertPretrainer`; the file must hold the `cls.*` heads).
-        seq_length: the preprocessor's packed length (at most `max_position_embeddings`).
-        lower_case: None reads `do_lower_case` from `tokenizer_config.json` (default True).
-
-    Returns:
-        (model, preprocessor).
-    """
-    directory = os.fspath(directory)
-    config = read_hf_config(directory)
-    if lower_case is None:
-        lower_case = read_hf_lower_case(directory)
-    preprocessor = make_preprocessor(os.path.join(directory, VOCAB_NAME), config, seq_length, lower_case)
-    target = build_model(config, model)
-    report = load_hf_checkpoint(target, directory, strict=False)
-    report.raise_for_problems(allowed_unexpected=HF_HEAD_PREFIXES if model == "encoder" else ())
-    return target, preprocessor
-
-
 def hf_tokenizer_config(vocab: FolderVocabulary, config: BertConfig) -> dict[str, Any]:
     """`tokenizer_config.json` for `transformers.AutoTokenizer`: a `BertTokenizer` with `vocab`'s casing.
 
@@ -281,7 +250,7 @@ def save_hf_checkpoint(
         ValueError: before anything is written, when the vocabulary does not fit the model.
     """
     directory = os.fspath(directory)
-    pretrainer = isinstance(model, BertPretrainer)
+    pretrainer = is_pretrainer(model)
     specs = weight_specs(model, "hf")
     config = model_config(model)
     hf_config = hf_config_from_bert(config, "BertForPreTraining" if pretrainer else "BertModel")

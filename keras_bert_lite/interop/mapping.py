@@ -4,6 +4,9 @@ Google's TF1 names (`bert/encoder/layer_0/attention/self/query/kernel`) store de
 [in, out] like Keras, except `cls/seq_relationship/output_weights` which is [2, H]. Hugging Face
 names (`encoder.layer.0.attention.self.query.weight`) are PyTorch `nn.Linear` weights, [out, in].
 Hugging Face names are listed without the `bert.` prefix that `BertForPreTraining` adds.
+
+This package imports no model class, so that the models may use it (`from_checkpoint`): a
+`BertEncoder` and a `BertPretrainer` are known here by the layers they hold, as read below.
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 
 import keras
-
-from keras_bert_lite.models import BertEncoder, BertPretrainer
 
 FORMATS = ("google", "hf")
 
@@ -63,7 +64,16 @@ def _layer_norm(layer: keras.layers.LayerNormalization, google: str, hf: str) ->
     ]
 
 
-def _encoder_rows(encoder: BertEncoder) -> list[_Row]:
+def is_pretrainer(model: keras.Model) -> bool:
+    """Whether `model` is a `BertPretrainer`: an encoder with the MLM and NSP heads."""
+    return all(hasattr(model, name) for name in ("encoder", "masked_lm", "next_sentence"))
+
+
+def _is_encoder(model: keras.Model) -> bool:
+    return all(hasattr(model, name) for name in ("config", "embeddings", "transformer_layers", "pooler"))
+
+
+def _encoder_rows(encoder: keras.Model) -> list[_Row]:
     emb = encoder.embeddings
     rows: list[_Row] = [
         (emb.word_embeddings, "bert/embeddings/word_embeddings", "embeddings.word_embeddings.weight",
@@ -90,7 +100,7 @@ def _encoder_rows(encoder: BertEncoder) -> list[_Row]:
     return rows
 
 
-def _head_rows(pretrainer: BertPretrainer) -> list[_Row]:
+def _head_rows(pretrainer: keras.Model) -> list[_Row]:
     mlm, nsp = pretrainer.masked_lm, pretrainer.next_sentence
     rows = _dense(mlm.transform, "cls/predictions/transform/dense", "cls.predictions.transform.dense")
     rows += _layer_norm(
@@ -122,9 +132,9 @@ def weight_specs(model: keras.Model, fmt: str) -> list[WeightSpec]:
     """
     if fmt not in FORMATS:
         raise ValueError(f"Unknown checkpoint format {fmt!r}; expected one of {FORMATS}.")
-    if isinstance(model, BertPretrainer):
+    if is_pretrainer(model) and _is_encoder(model.encoder):
         rows = _encoder_rows(model.encoder) + _head_rows(model)
-    elif isinstance(model, BertEncoder):
+    elif _is_encoder(model):
         rows = _encoder_rows(model)
     else:
         raise TypeError(

@@ -1,4 +1,4 @@
-"""What a release folder holds besides the weights: the model to build, its vocabulary and casing.
+"""What a release folder holds besides the weights: the model's config, its vocabulary and casing.
 
 Both checkpoint formats ship a `vocab.txt` next to the weights; the readers build a
 `BertPreprocessor` from it, and the writers take the vocabulary as a `vocab.txt` path, a list of
@@ -18,27 +18,18 @@ import tensorflow as tf
 
 from keras_bert_lite.atomic import atomic_write
 from keras_bert_lite.config import BertConfig
-from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.interop.mapping import is_pretrainer
 from keras_bert_lite.text import SPECIAL_TOKENS, BertPreprocessor, BertTokenizer, load_vocabulary
 
-MODEL_KINDS = ("encoder", "pretrainer")
 VOCAB_NAME = "vocab.txt"
 
 # Everything a writer accepts as the vocabulary of the folder it writes.
 VocabularySource = str | os.PathLike | Sequence[str] | BertTokenizer | BertPreprocessor
 
 
-def build_model(config: BertConfig, kind: str) -> keras.Model:
-    """A fresh `BertEncoder` ("encoder") or `BertPretrainer` ("pretrainer") for `config`."""
-    if kind not in MODEL_KINDS:
-        raise ValueError(f"model must be one of {MODEL_KINDS}, got {kind!r}.")
-    encoder = BertEncoder(config)
-    return BertPretrainer(encoder) if kind == "pretrainer" else encoder
-
-
 def model_config(model: keras.Model) -> BertConfig:
     """The `BertConfig` of a `BertEncoder` or `BertPretrainer`."""
-    return model.encoder.config if isinstance(model, BertPretrainer) else model.config
+    return model.encoder.config if is_pretrainer(model) else model.config
 
 
 def _is_special(token: str) -> bool:

@@ -1,14 +1,20 @@
-"""Pre-trained BERT from whatever folder a user has: ours, a Google release or Hugging Face.
+"""Pre-trained BERT from whatever folder a user has (ours, a Google release or Hugging Face) or a
+Hugging Face Hub name.
 
 `find_checkpoint` says what a path holds (its kind, weights, vocabulary and casing) without
-loading anything; `from_checkpoint` loads the encoder and a matching preprocessor. Kinds:
+loading anything; `from_checkpoint` loads the encoder and a matching preprocessor (`load_folder`
+for a Google or Hugging Face folder; `release_folders` builds a `BertPretrainer` from one). Kinds:
 
 - "keras" (ours): a folder with `encoder.keras` and `vocab.txt` (what `tpu/pretrain.py` and
   `export_pretrained` write), or a `.keras` file of a `BertEncoder` or of a model holding one as
   `.encoder` (`pretrainer.keras`, a fine-tuned classifier), with `vocab.txt` beside it.
 - "google": a Google BERT release folder (`bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`),
   or the checkpoint prefix inside one (`.../bert_model.ckpt`, as the original scripts take it).
-- "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`.
+- "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`;
+  or a Hugging Face Hub name, `"hf://org/name"` or (when no such local path exists)
+  `"org/name"`, optionally ending in `@revision` (`"hf://org/name@v1.0"`): its files are fetched
+  with `huggingface_hub` into its cache (`pip install keras_bert_lite[hub]`; see
+  `keras_bert_lite.interop.hub`).
 
 Whether the vocabulary is uncased (lower-case and strip accents before WordPiece) is decided by
 the same rule as each kind's own loader, so a folder reads the same whichever way it is loaded:
@@ -25,20 +31,31 @@ Example:
     ('google', True)
     >>> encoder, preprocessor = from_checkpoint("output/pretrain", seq_length=128)
     >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
+    >>> encoder, preprocessor = from_checkpoint("hf://sentence-transformers/all-MiniLM-L6-v2")
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.interop import from_google_checkpoint, from_hf_checkpoint, resolve_checkpoint_prefix
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop import (
+    load_google_checkpoint,
+    load_hf_checkpoint,
+    read_hf_config,
+    read_hf_lower_case,
+    resolve_checkpoint_prefix,
+)
 from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
-from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME, read_hf_lower_case
+from keras_bert_lite.interop.hub import hub_folder
+from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME
+from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES, is_pretrainer
 from keras_bert_lite.interop.release import (
     lower_case_for_folder,
     lower_case_from_vocabulary,
@@ -48,7 +65,6 @@ from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import load_vocabulary
 
-CHECKPOINT_KINDS = ("keras", "google", "hugging_face")
 KERAS_ENCODER_NAME = "encoder.keras"
 GOOGLE_CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
@@ -82,18 +98,21 @@ def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | Non
 
     Args:
         path: a checkpoint folder of any kind, a `.keras` file, or a Google checkpoint prefix
-            (local or any `tf.io.gfile` path).
+            (local or any `tf.io.gfile` path, e.g. `gs://...`); or a Hugging Face Hub name (see
+            the module docstring), whose files are fetched into the cache first.
         vocab_file: the vocabulary, when it is not `vocab.txt` beside the weights.
 
     Returns:
         A `CheckpointFolder`.
 
     Raises:
-        FileNotFoundError: nothing at `path`, or no vocabulary (naming where it was looked for).
+        FileNotFoundError: nothing at `path`, or no vocabulary (naming where it was looked for);
+            for a Hub name, the model is neither cached nor reachable (naming what was tried).
+        ImportError: a Hub name without `huggingface_hub` installed.
         ValueError: `path` is a folder of none of the kinds (naming what it holds), or a Google
             checkpoint prefix in a folder with several checkpoints.
     """
-    path = os.fspath(path).rstrip("/") or "/"
+    path = hub_folder(path) or os.fspath(path).rstrip("/") or "/"
     if tf.io.gfile.isdir(path):
         directory = path
         kind, weights = _folder_kind(path)
@@ -139,7 +158,8 @@ def from_checkpoint(
     """Loads the pre-trained `BertEncoder` at `path` and a `BertPreprocessor` for its vocabulary.
 
     Args:
-        path: see `find_checkpoint`.
+        path: see `find_checkpoint`: a folder or file of any kind, or a Hugging Face Hub name
+            (`"hf://org/name"`, `"org/name"`, optionally `"...@revision"`).
         seq_length: the preprocessor's packed length (at most the model's
             `max_position_embeddings`).
         lower_case: whether to lower-case and strip accents; None reads it from the folder (see
@@ -170,11 +190,41 @@ def from_checkpoint(
         if not isinstance(encoder, BertEncoder):
             raise ValueError(f"{folder.weights} holds a {type(model).__name__}, which has no BertEncoder.")
         return encoder, make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
-    load = from_google_checkpoint if folder.kind == "google" else from_hf_checkpoint
-    encoder, preprocessor = load(folder.directory, seq_length=seq_length, lower_case=lower_case)
-    if os.path.normpath(folder.vocab_file) != os.path.normpath(os.path.join(folder.directory, VOCAB_NAME)):
-        preprocessor = make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
-    return encoder, preprocessor
+    return load_folder(folder.kind, folder.directory, seq_length, lower_case, folder.vocab_file)
+
+
+def load_folder(
+    kind: str,
+    directory: str,
+    seq_length: int = 128,
+    lower_case: bool | None = None,
+    vocab_file: str | None = None,
+    build: Callable[[BertConfig], keras.Model] = BertEncoder,
+) -> tuple[keras.Model, BertPreprocessor]:
+    """The model and preprocessor of a Google ("google") or Hugging Face ("hugging_face") folder.
+
+    `lower_case` None reads it by the rule of the kind (module docstring); `vocab_file` None is the
+    folder's `vocab.txt`; `build` makes the model from the folder's config: a `BertEncoder` (any
+    pre-training heads in the checkpoint are ignored) or a `BertPretrainer` (they must be there).
+
+    Raises:
+        FileNotFoundError, ValueError: naming the file, for a missing or invalid config,
+            vocabulary or checkpoint; `CheckpointMismatchError` (a ValueError) for weights that do
+            not fit the config.
+    """
+    vocab_file = vocab_file or os.path.join(directory, VOCAB_NAME)
+    if kind == "google":
+        config = BertConfig.from_json_file(os.path.join(directory, GOOGLE_CONFIG_NAME))
+        load, heads = load_google_checkpoint, GOOGLE_HEAD_PREFIXES
+    else:
+        config, load, heads = read_hf_config(directory), load_hf_checkpoint, HF_HEAD_PREFIXES
+    if lower_case is None:
+        lower_case = _lower_case(kind, directory, vocab_file)[0]
+    preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case)
+    target = build(config)
+    report = load(target, directory, strict=False)
+    report.raise_for_problems(allowed_unexpected=() if is_pretrainer(target) else heads)
+    return target, preprocessor
 
 
 def _folder_kind(directory: str) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import keras
@@ -23,7 +24,8 @@ class BertPreprocessor(TextLayer):
 
     Args:
         vocabulary: path of a `vocab.txt` or the list of tokens (see `BertTokenizer`).
-        seq_length: length of the packed inputs, special tokens included.
+        seq_length: length of the packed inputs, special tokens included; settable later, also
+            under KerasHub's name `sequence_length`.
         lower_case: `True` for uncased vocabularies (lower-case, and strip accents unless `strip_accents`
             says otherwise).
         truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"`.
@@ -85,7 +87,17 @@ class BertPreprocessor(TextLayer):
 
     @property
     def seq_length(self) -> int:
+        """The packed length; settable (also as `sequence_length`, KerasHub's name), e.g. to pack
+        shorter inputs for serving: the tokenizer's tables are kept."""
         return self.packer.seq_length
+
+    @seq_length.setter
+    def seq_length(self, value: int) -> None:
+        if not isinstance(value, numbers.Integral) or value < 2:
+            raise ValueError(f"seq_length must be an integer of at least 2 ([CLS] and [SEP]), got {value!r}.")
+        self.packer.seq_length = int(value)
+
+    sequence_length = seq_length
 
     def call(self, inputs):
         texts = _as_string_segments(inputs)

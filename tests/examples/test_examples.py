@@ -238,7 +238,7 @@ def test_run_ner(runs):
 def test_extract_features_from_hugging_face_weights(runs, minilm_dir):
     import tensorflow as tf
 
-    from keras_bert_lite.interop import from_hf_checkpoint
+    from keras_bert_lite import from_hf_checkpoint
 
     code, log, out = _finish(runs, "features")
     assert code == 0, log[-3000:]

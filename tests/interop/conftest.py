@@ -13,11 +13,11 @@ import pytest
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPretrainer
 from keras_bert_lite.interop import (
-    from_google_checkpoint,
     load_hf_checkpoint,
     read_hf_config,
     save_google_checkpoint,
 )
+from keras_bert_lite.models.release_folders import from_google_checkpoint
 
 # Real sentences: single texts of different lengths (a padded batch) and sentence pairs.
 SENTENCES = [

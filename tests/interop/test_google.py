@@ -14,12 +14,12 @@ from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretr
 from keras_bert_lite.config import GOOGLE_KEYS
 from keras_bert_lite.interop import (
     CheckpointMismatchError,
-    from_google_checkpoint,
     load_google_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
 from keras_bert_lite.interop.mapping import weight_specs
+from keras_bert_lite.models.release_folders import from_google_checkpoint
 
 TOLERANCE = 1e-4
 

@@ -14,7 +14,6 @@ from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretr
 from keras_bert_lite.interop import (
     CheckpointMismatchError,
     bert_config_from_hf,
-    from_hf_checkpoint,
     hf_config_from_bert,
     load_hf_checkpoint,
     read_hf_config,
@@ -23,6 +22,7 @@ from keras_bert_lite.interop import (
 )
 from keras_bert_lite.interop.mapping import weight_specs
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.models.release_folders import from_hf_checkpoint
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

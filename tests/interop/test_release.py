@@ -7,12 +7,13 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, load_vocabulary
-from keras_bert_lite.interop import from_google_checkpoint, save_google_checkpoint, save_hf_checkpoint
+from keras_bert_lite.interop import save_google_checkpoint, save_hf_checkpoint
 from keras_bert_lite.interop.release import (
     lower_case_for_folder,
     lower_case_from_vocabulary,
     resolve_vocabulary,
 )
+from keras_bert_lite.models.release_folders import from_google_checkpoint
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 UNCASED = [*SPECIALS, "[unused0]", "the", "cat", "sat", "##s", "."]

@@ -191,3 +191,31 @@ def test_keras_file_with_a_config_from_before_the_tokenizer_options_loads(tmp_pa
     texts = tf.constant(["Café [MASK] au lait!", "[unused0] naïve"])
     for name in NAMES:
         assert np.array_equal(reloaded(texts)[name], model(texts)[name])
+
+
+@pytest.mark.parametrize("name", ["sequence_length", "seq_length"])
+def test_length_is_settable_after_construction_without_rebuilding_the_tokenizer(small_vocab, name):
+    # As KerasHub users do (`preprocessor.sequence_length = 17`), under its name and ours.
+    preprocessor = BertPreprocessor(small_vocab, seq_length=8)
+    tokenizer, wordpiece = preprocessor.tokenizer, preprocessor.tokenizer._wordpiece
+    texts = tf.constant(["The cat sat on the mat, and then it slept for a while.", "Hello"])
+    assert preprocessor(texts)["input_word_ids"].shape == (2, 8)
+
+    setattr(preprocessor, name, 17)
+    assert preprocessor.seq_length == preprocessor.sequence_length == 17
+    assert preprocessor.get_config()["seq_length"] == 17
+    assert preprocessor.tokenizer is tokenizer and tokenizer._wordpiece is wordpiece
+    fresh = BertPreprocessor(small_vocab, seq_length=17)
+    for inputs in (texts, (texts, tf.reverse(texts, [0])), "one example"):
+        out, expected = preprocessor(inputs), fresh(inputs)
+        for key in NAMES:
+            assert out[key].shape[-1] == 17
+            assert np.array_equal(out[key], expected[key]), key
+    symbolic = preprocessor(keras.Input(shape=(), dtype="string"))
+    assert symbolic["input_word_ids"].shape == (None, 17)
+    assert BertPreprocessor.from_config(preprocessor.get_config()).seq_length == 17
+
+    for bad in (1, 2.5, "17", None):
+        with pytest.raises(ValueError, match="seq_length must be an integer of at least 2"):
+            setattr(preprocessor, name, bad)
+    assert preprocessor.seq_length == 17
