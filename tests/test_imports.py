@@ -22,7 +22,7 @@ LEVELS = (
     ("optimization",),
     ("models",),
     ("training",),
-    ("export", "checkpoints"),
+    ("export",),
 )
 RANK = {name: rank for rank, names in enumerate(LEVELS) for name in names}
 
