@@ -1,6 +1,8 @@
 """The code blocks of README.md and docs/*.md run, in order, as a newcomer would run them.
 
-Each Markdown file runs in its own new empty folder, in one fresh Python process: ```python
+Each Markdown file runs in its own new folder, empty but for links to the clone's script folders
+(`tpu/`, `examples/`, `benchmarks/`: the blocks run scripts as `python tpu/pretrain.py` from the
+clone's root), in one fresh Python process: ```python
 blocks are executed in one namespace per file, ```bash blocks with bash (`python` on PATH is this
 interpreter, the repository is on PYTHONPATH), so files one block writes are read by the blocks
 after it. Blocks marked `notest` in their fence (```bash notest) and blocks of other languages
@@ -22,17 +24,21 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 RUN_LANGUAGES = {"python", "bash"}
+SCRIPT_FOLDERS = ("tpu", "examples", "benchmarks")
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>.*)$")
 TEST_FLAGS = re.compile(r"^\s*<!--\s*test:(?P<flags>.*?)-->\s*$")
 SCRIPT_COMMAND = re.compile(r"^\s*python\s+\S+\.py\b")
 
 # Runs the blocks given as JSON on stdin, in the current folder, stopping at the first failure.
 DRIVER = textwrap.dedent('''
-    import json, subprocess, sys, time
+    import json, resource, subprocess, sys, time
+    def cpu_seconds():   # this process and the scripts it ran
+        return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                   for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     namespace = {"__name__": "__main__"}
     for block in json.load(sys.stdin):
         print(f"=== {block['where']} ({block['language']})", flush=True)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), cpu_seconds()
         if block["language"] == "python":
             code = "\\n" * (block["line"] - 1) + block["code"]   # tracebacks show the Markdown line
             exec(compile(code, block["file"], "exec"), namespace)
@@ -40,7 +46,8 @@ DRIVER = textwrap.dedent('''
             done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block["code"]])
             if done.returncode:
                 sys.exit(f"{block['where']}: bash exited with {done.returncode}")
-        print(f"=== {block['where']}: {time.perf_counter() - start:.1f} s", flush=True)
+        print(f"=== {block['where']}: {time.perf_counter() - start:.1f} s "
+              f"({cpu_seconds() - start_cpu:.1f} s CPU)", flush=True)
 ''')
 
 
@@ -143,8 +150,10 @@ def test_blocks_run_in_order(path, tmp_path):
     python = bin_dir / "python"
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
-    work = tmp_path / "work"
+    work = tmp_path / "work"   # empty but for the clone's script folders, as in a fresh clone's root
     work.mkdir()
+    for scripts in SCRIPT_FOLDERS:
+        (work / scripts).symlink_to(REPO / scripts)
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -162,5 +171,5 @@ def test_blocks_run_in_order(path, tmp_path):
     log = done.stdout + done.stderr
     assert done.returncode == 0, f"{path.name}: a block failed\n{log[-6000:]}"
     print(done.stdout)   # each block's time, shown with `pytest -s`
-    ran = re.findall(r"^=== (\S+): ([\d.]+) s$", done.stdout, re.M)
-    assert [where for where, _ in ran] == [block["where"] for block in blocks], log[-3000:]
+    ran = re.findall(r"^=== (\S+): [\d.]+ s ", done.stdout, re.M)
+    assert ran == [block["where"] for block in blocks], log[-3000:]
