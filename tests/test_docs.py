@@ -168,8 +168,8 @@ def test_blocks_run_in_order(path, tmp_path):
     env.pop("VIRTUAL_ENV", None)
     done = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(blocks), cwd=work, env=env,
                           capture_output=True, text=True, timeout=900)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, f"{path.name}: a block failed\n{log[-6000:]}"
+    log = f"{done.stdout[-4000:]}\n--- stderr:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, f"{path.name}: a block failed\n{log}"
     print(done.stdout)   # each block's time, shown with `pytest -s`
     ran = re.findall(r"^=== (\S+): [\d.]+ s ", done.stdout, re.M)
-    assert ran == [block["where"] for block in blocks], log[-3000:]
+    assert ran == [block["where"] for block in blocks], log
