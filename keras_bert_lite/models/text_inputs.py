@@ -1,9 +1,11 @@
 """Raw text in any everyday container to batched, preprocessed `tf.data` for Keras models.
 
 `model.fit`/`predict` take token ids; people have strings in Python lists, numpy or pandas
-columns and `tf.data` pipelines. `text_dataset` turns any of these, with labels and sample
-weights, into `(features, labels[, sample_weights])` batches, tokenizing in the tf.data graph
-with a `BertPreprocessor`. Containers are read without numpy's fixed-width string dtypes (a
+columns and `tf.data` pipelines. `text_batches` turns any of these, with labels and sample
+weights, into checked batches of text, and `text_dataset` maps a `BertPreprocessor` over them
+(tokenizing in the tf.data graph) into `(features, labels[, sample_weights])` batches; task models
+map their `preprocess_samples` over `text_batches` the same way. `holds_text` tells text from
+model inputs by dtype. Containers are read without numpy's fixed-width string dtypes (a
 `<U1088` array is 4 bytes per character of the longest text, and Keras cannot convert it).
 
 The accepted forms of `x` (N examples):
@@ -37,50 +39,66 @@ from keras_bert_lite.data.glue import check_labels
 _STRING_KINDS = "USO"  # numpy dtype kinds that may hold text: unicode, bytes, object
 
 
-def is_text_input(x) -> bool:
-    """Whether `x` is raw text that `text_dataset` reads, rather than token-id features.
+def holds_text(x) -> bool:
+    """Whether `x` is raw text to preprocess rather than model inputs, by the data's dtype.
 
-    Looks at the container type and its first element only (cheap on large inputs); the full
-    check happens in `text_dataset`. Dicts (feature dicts) and numeric arrays are not text.
+    Strings anywhere in `x` make it text: Python `str`/`bytes`, numpy arrays of a string dtype or
+    of objects holding strings (pandas columns), `tf.string` tensors, a `tf.data.Dataset` with a
+    `tf.string` component. Numbers and dicts of token ids are not text.
     """
-    if isinstance(x, (str, bytes)):
-        return True
     if isinstance(x, tf.data.Dataset):
-        spec = x.element_spec
-        first = spec[0] if isinstance(spec, tuple) else spec
-        return all(
-            isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in tf.nest.flatten(first)
-        )
-    if tf.is_tensor(x):
-        return x.dtype == tf.string
-    if isinstance(x, Mapping) or x is None:
-        return False
-    if isinstance(x, (list, tuple)):
-        first = x[0] if len(x) else None
-        if isinstance(first, (list, tuple, np.ndarray)) or tf.is_tensor(first):
-            return is_text_input(first)
-        return isinstance(first, (str, bytes))
-    if hasattr(x, "__array__"):
-        array = np.asarray(x)
-        if array.dtype.kind in "US":
-            return True
-        return array.dtype.kind == "O" and array.size > 0 and isinstance(array.flat[0], (str, bytes))
-    return False
+        return any(spec.dtype == tf.string for spec in tf.nest.flatten(x.element_spec))
+    return any(_is_text(leaf) for leaf in tf.nest.flatten(x))
 
 
-def text_dataset(
+def _is_text(leaf) -> bool:
+    if isinstance(leaf, (str, bytes)):
+        return True
+    if tf.is_tensor(leaf):
+        return leaf.dtype == tf.string
+    kind = getattr(getattr(leaf, "dtype", None), "kind", None)
+    if kind == "O":
+        return any(isinstance(value, (str, bytes)) for value in np.asarray(leaf).ravel())
+    return kind is not None and kind in "US"
+
+
+def text_dataset(x, y=None, sample_weight=None, *, preprocessor, **options) -> tf.data.Dataset:
+    """Batched BERT inputs (tokenized in the graph) with labels, from raw text.
+
+    Args:
+        x, y, sample_weight, **options: as for `text_batches` (`batch_size`, `shuffle`, ...).
+        preprocessor: a `BertPreprocessor` (strings, or a pair of strings, to the three
+            int32 [batch, seq_length] inputs), mapped over `text_batches`.
+
+    Returns:
+        A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
+        features are the preprocessor's dict of int32 [batch, seq_length] tensors, labels and
+        weights have a leading batch dimension.
+
+    Raises:
+        ValueError, TypeError: see `text_batches`.
+    """
+
+    def preprocess(text, *rest):
+        features = preprocessor(text)
+        return (features, *rest) if rest else features
+
+    batches = text_batches(x, y, sample_weight, **options)
+    return batches.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def text_batches(
     x,
     y=None,
     sample_weight=None,
     *,
-    preprocessor,
     batch_size: int = 32,
     shuffle: bool = False,
     seed: int | None = None,
     drop_remainder: bool = False,
     num_classes: int | None = None,
 ) -> tf.data.Dataset:
-    """Batched BERT inputs (tokenized in the graph) with labels, from raw text.
+    """Batches of raw text with labels, checked, for a preprocessor to map over (`text_dataset`).
 
     Args:
         x: the texts (single texts or pairs; see the module docstring for every accepted form).
@@ -88,8 +106,6 @@ def text_dataset(
             or a dict/tuple of such arrays; or None. Must be None when `x` is a dataset (the
             dataset carries them).
         sample_weight: optional weights, one per example (float32); None for a dataset.
-        preprocessor: a `BertPreprocessor` (strings, or a pair of strings, to the three
-            int32 [batch, seq_length] inputs).
         batch_size: examples per batch (datasets of batches keep their own).
         shuffle: shuffle in-memory examples before batching, again on every pass (epoch), with
             `seed`. A dataset is read in its own order, as Keras does.
@@ -99,9 +115,9 @@ def text_dataset(
             [0, num_classes) (finite values for num_classes=1) before anything runs.
 
     Returns:
-        A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
-        features are the preprocessor's dict of int32 [batch, seq_length] tensors, labels and
-        weights have a leading batch dimension.
+        A dataset of tuples `(text,)`, `(text, labels)` or `(text, labels, sample_weights)`:
+        text is tf.string [batch] or a pair of them; labels and weights have a leading batch
+        dimension.
 
     Raises:
         ValueError: naming the argument and example index of anything unusable: a text that is
@@ -115,10 +131,10 @@ def text_dataset(
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("y and sample_weight must be None when x is a tf.data.Dataset (it carries them).")
-        return _from_dataset(x, preprocessor, batch_size, drop_remainder)
+        return _from_dataset(x, batch_size, drop_remainder)
     texts = _text_columns(x)
     count = int(texts[0].shape[0])
-    parts = [texts]
+    parts = [texts[0] if len(texts) == 1 else texts]
     if y is not None:
         labels = _per_example(y, "y", count)
         if num_classes is not None:
@@ -133,13 +149,7 @@ def text_dataset(
     dataset = tf.data.Dataset.from_tensor_slices(tuple(parts))
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-
-    def preprocess(text, *rest):
-        features = preprocessor(text[0] if len(text) == 1 else tuple(text))
-        return (features, *rest) if rest else features
-
-    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
 
 
 def _text_columns(x) -> tuple[tf.Tensor, ...]:
@@ -230,8 +240,8 @@ def _flat_items(values, name: str) -> list[tuple[str, np.ndarray]]:
     return [(name, values)]
 
 
-def _from_dataset(dataset: tf.data.Dataset, preprocessor, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
-    """Preprocesses a dataset of texts (see the module docstring), batching single examples."""
+def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+    """A dataset of texts (see the module docstring) as `text_batches` gives them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
     if len(parts) == 2 and all(_is_string(p) for p in parts):
@@ -258,13 +268,11 @@ def _from_dataset(dataset: tf.data.Dataset, preprocessor, batch_size: int, drop_
     if ranks == {0}:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
 
-    def preprocess(*element):
+    def regroup(*element):
         text = element[:2] if text_parts == 2 else element[0]
-        features = preprocessor(tuple(text) if isinstance(text, (tuple, list)) else text)
-        labels = element[text_parts:]
-        return (features, *labels) if labels else features
+        return (tuple(text) if isinstance(text, (tuple, list)) else text, *element[text_parts:])
 
-    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.map(regroup)
 
 
 def _is_string(spec) -> bool:
