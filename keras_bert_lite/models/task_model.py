@@ -246,7 +246,8 @@ class TextTaskModel(EncoderTaskModel):
         if not self.compiled:
             self.compile()
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[[^]]*pooler/[^]]*\]$")
+            # Only when the pooler's are all the variables without a gradient.
+            warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[('pooler/[\w/]+'(, )?)+\] ")
             return super().fit(x, y, batch_size, **kwargs)
 
     def _validation_batches(self, validation_data, batch_size: int):
