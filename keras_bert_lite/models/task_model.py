@@ -17,9 +17,10 @@ import warnings
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.models import text_inputs
 from keras_bert_lite.models.rebuild import RebuiltModel
 from keras_bert_lite.models.saving import save_model
-from keras_bert_lite.models.text_inputs import holds_text, text_batches
+from keras_bert_lite.models.text_inputs import holds_text
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 # The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
@@ -177,7 +178,7 @@ class TextTaskModel(EncoderTaskModel):
         `keras_bert_lite.models.text_inputs.text_batches(x, y, sample_weight, ...)` (which takes
         `options` such as `num_classes`)."""
         self.require_preprocessor()
-        batches = text_batches(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **options)
+        batches = text_inputs.text_batches(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **options)
         return batches.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     def default_compile_arguments(self) -> dict:

@@ -76,8 +76,9 @@ def test_default_compile_is_berts_adamw_at_a_constant_rate_over_any_number_of_fi
     assert set(clf.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)) == {"loss", "accuracy"}
     assert int(optimizer.iterations) == 4  # the fixture's fit: 2 epochs x ceil(8 / 4) steps
     kernel = clf.classifier.dense.kernel.numpy()
-    history = clf.fit(TEXTS, LABELS, batch_size=4, epochs=1, verbose=0).history  # a second fit trains on
-    assert int(optimizer.iterations) == 6 and np.isfinite(history["loss"][0])
+    history = clf.fit(TEXTS, LABELS, batch_size=4, epochs=1, verbose=0,  # a second fit trains on
+                      validation_data=(TEXTS[:3], LABELS[:3])).history
+    assert int(optimizer.iterations) == 6 and np.isfinite(history["loss"][0]) and np.isfinite(history["val_loss"][0])
     assert not np.allclose(clf.classifier.dense.kernel.numpy(), kernel)
     assert float(optimizer.learning_rate) == pytest.approx(5e-5)
 
