@@ -11,7 +11,7 @@ from keras_bert_lite.models.losses import span_loss
 from keras_bert_lite.models.pretrainer import BertPretrainer, pretraining_losses
 from keras_bert_lite.models.saving import save_model
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
-from keras_bert_lite.models.text_inputs import holds_text, text_batches, text_dataset
+from keras_bert_lite.models.text_inputs import holds_text, text_dataset
 from keras_bert_lite.models.token_classifier import BertTokenClassifier
 
 __all__ = [
@@ -26,6 +26,5 @@ __all__ = [
     "pretraining_losses",
     "save_model",
     "span_loss",
-    "text_batches",
     "text_dataset",
 ]

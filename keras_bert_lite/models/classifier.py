@@ -61,7 +61,7 @@ class BertClassifier(TextTaskModel):
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or
-    `(text_a, text_b)` pairs (see `keras_bert_lite.models.text_inputs.text_batches`).
+    `(text_a, text_b)` pairs (see `keras_bert_lite.models.text_inputs.text_dataset`).
 
     Outputs:
         Calling the model and `predict`: float32 logits [batch, num_classes] (probabilities

@@ -175,10 +175,10 @@ class TextTaskModel(EncoderTaskModel):
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False,
                      **options) -> tf.data.Dataset:
         """Raw text (and its labels) as batches of model inputs: `preprocess_samples` mapped over
-        `keras_bert_lite.models.text_inputs.text_batches(x, y, sample_weight, ...)` (which takes
-        `options` such as `num_classes`)."""
+        the batches of text of `keras_bert_lite.models.text_inputs.text_dataset(x, y,
+        sample_weight, ...)` (which takes `options` such as `num_classes`)."""
         self.require_preprocessor()
-        batches = text_inputs.text_batches(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **options)
+        batches = text_inputs.text_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **options)
         return batches.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     def default_compile_arguments(self) -> dict:

@@ -1,11 +1,11 @@
 """Raw text in any everyday container to batched, preprocessed `tf.data` for Keras models.
 
 `model.fit`/`predict` take token ids; people have strings in Python lists, numpy or pandas
-columns and `tf.data` pipelines. `text_batches` turns any of these, with labels and sample
-weights, into checked batches of text, and `text_dataset` maps a `BertPreprocessor` over them
-(tokenizing in the tf.data graph) into `(features, labels[, sample_weights])` batches; task models
-map their `preprocess_samples` over `text_batches` the same way. `holds_text` tells text from
-model inputs by dtype. Containers are read without numpy's fixed-width string dtypes (a
+columns and `tf.data` pipelines. `text_dataset` turns any of these, with labels and sample
+weights, into checked batches of text and maps a `BertPreprocessor` over them (tokenizing in the
+tf.data graph) into `(features, labels[, sample_weights])` batches; task models map their
+`preprocess_samples` over its batches of text the same way. `holds_text` tells text from model
+inputs by dtype. Containers are read without numpy's fixed-width string dtypes (a
 `<U1088` array is 4 bytes per character of the longest text, and Keras cannot convert it).
 
 The accepted forms of `x` (N examples):
@@ -62,43 +62,20 @@ def _is_text(leaf) -> bool:
     return kind is not None and kind in "US"
 
 
-def text_dataset(x, y=None, sample_weight=None, *, preprocessor, **options) -> tf.data.Dataset:
-    """Batched BERT inputs (tokenized in the graph) with labels, from raw text.
-
-    Args:
-        x, y, sample_weight, **options: as for `text_batches` (`batch_size`, `shuffle`, ...).
-        preprocessor: a `BertPreprocessor` (strings, or a pair of strings, to the three
-            int32 [batch, seq_length] inputs), mapped over `text_batches`.
-
-    Returns:
-        A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
-        features are the preprocessor's dict of int32 [batch, seq_length] tensors, labels and
-        weights have a leading batch dimension.
-
-    Raises:
-        ValueError, TypeError: see `text_batches`.
-    """
-
-    def preprocess(text, *rest):
-        features = preprocessor(text)
-        return (features, *rest) if rest else features
-
-    batches = text_batches(x, y, sample_weight, **options)
-    return batches.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-
-
-def text_batches(
+def text_dataset(
     x,
     y=None,
     sample_weight=None,
     *,
+    preprocessor=None,
     batch_size: int = 32,
     shuffle: bool = False,
     seed: int | None = None,
     drop_remainder: bool = False,
     num_classes: int | None = None,
 ) -> tf.data.Dataset:
-    """Batches of raw text with labels, checked, for a preprocessor to map over (`text_dataset`).
+    """Batched BERT inputs (tokenized in the graph) with labels, from raw text; or the batches of
+    text themselves, checked, for a task model's `preprocess_samples` to map over.
 
     Args:
         x: the texts (single texts or pairs; see the module docstring for every accepted form).
@@ -106,6 +83,8 @@ def text_batches(
             or a dict/tuple of such arrays; or None. Must be None when `x` is a dataset (the
             dataset carries them).
         sample_weight: optional weights, one per example (float32); None for a dataset.
+        preprocessor: a `BertPreprocessor` (strings, or a pair of strings, to the three
+            int32 [batch, seq_length] inputs), mapped over the batches; None for the text.
         batch_size: examples per batch (datasets of batches keep their own).
         shuffle: shuffle in-memory examples before batching, again on every pass (epoch), with
             `seed`. A dataset is read in its own order, as Keras does.
@@ -115,9 +94,11 @@ def text_batches(
             [0, num_classes) (finite values for num_classes=1) before anything runs.
 
     Returns:
-        A dataset of tuples `(text,)`, `(text, labels)` or `(text, labels, sample_weights)`:
-        text is tf.string [batch] or a pair of them; labels and weights have a leading batch
-        dimension.
+        A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
+        features are the preprocessor's dict of int32 [batch, seq_length] tensors, labels and
+        weights have a leading batch dimension. Without a preprocessor, tuples `(text,)`,
+        `(text, labels)` or `(text, labels, sample_weights)`, text tf.string [batch] or a pair
+        of them.
 
     Raises:
         ValueError: naming the argument and example index of anything unusable: a text that is
@@ -131,7 +112,21 @@ def text_batches(
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("y and sample_weight must be None when x is a tf.data.Dataset (it carries them).")
-        return _from_dataset(x, batch_size, drop_remainder)
+        dataset = _from_dataset(x, batch_size, drop_remainder)
+    else:
+        dataset = _in_memory(x, y, sample_weight, batch_size, shuffle, seed, drop_remainder, num_classes)
+    if preprocessor is None:
+        return dataset
+
+    def preprocess(text, *rest):
+        features = preprocessor(text)
+        return (features, *rest) if rest else features
+
+    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, drop_remainder: bool, num_classes):
+    """Texts, labels and weights held in memory as batches of `(text, *labels)` tuples."""
     texts = _text_columns(x)
     count = int(texts[0].shape[0])
     parts = [texts[0] if len(texts) == 1 else texts]
@@ -241,7 +236,7 @@ def _flat_items(values, name: str) -> list[tuple[str, np.ndarray]]:
 
 
 def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
-    """A dataset of texts (see the module docstring) as `text_batches` gives them, batching single examples."""
+    """A dataset of texts (see the module docstring) as `text_dataset` batches them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
     if len(parts) == 2 and all(_is_string(p) for p in parts):

@@ -184,3 +184,10 @@ def test_holds_text_tells_text_from_features():
     assert holds_text(np.array([None, "late text"], dtype=object)) and holds_text([0, "a"])
     assert holds_text(tf.data.Dataset.from_tensor_slices((["a", "b"], [0, 1])))
     assert not holds_text(tf.data.Dataset.from_tensor_slices(([[1, 2]], [1])))
+
+
+def test_without_a_preprocessor_the_batches_hold_the_text():
+    ((text, labels),) = list(text_dataset(TEXTS[:2], [0, 1], batch_size=2).as_numpy_iterator())
+    assert [t.decode() for t in text] == list(TEXTS[:2]) and labels.tolist() == [0, 1]
+    ((pair,),) = list(text_dataset((TEXTS[:1], SECOND[:1])).as_numpy_iterator())
+    assert [column[0].decode() for column in pair] == [TEXTS[0], SECOND[0]]
