@@ -7,7 +7,7 @@ import pytest
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite.training.optimization import create_optimizer
+from keras_bert_lite import create_optimizer
 
 VOCAB = 64
 
