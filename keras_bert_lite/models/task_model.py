@@ -80,6 +80,9 @@ def default_optimizer() -> keras.optimizers.Optimizer:
     the same rate. For BERT's linear warmup and decay to 0 over a known number of steps, compile
     with `keras_bert_lite.create_optimizer(init_lr, num_train_steps, num_warmup_steps)`.
     """
+    # TODO(merge): take `AdamW` and `DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY` from `keras_bert_lite.optimization`
+    # (the same Keras AdamW, registered under our name) once it moves there, below `models`; from
+    # `keras_bert_lite.training` it would be an import circle (training imports the models).
     optimizer = keras.optimizers.AdamW(DEFAULT_LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])  # LayerNorm weights, all biases
     return optimizer

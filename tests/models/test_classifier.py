@@ -4,10 +4,10 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_lite import create_optimizer
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite import create_optimizer
 
 VOCAB = 64
 
