@@ -54,10 +54,10 @@ class BertClassifier(TextTaskModel):
         dropout_rate: dropout on the pooled output before the dense layer (training only).
         label_names: optional names of the classes in id order (kept in the config): labels
             `fit` and `evaluate` accept in place of ids, and what `predict_labels` returns.
-        activation: None (default): the model outputs logits; "softmax": probabilities (as
-            KerasHub's `activation`). The default loss reads either.
         preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), for
             raw text in `fit`, `evaluate` and `predict`; `from_checkpoint` sets it.
+        activation: None (default): the model outputs logits; "softmax": probabilities (as
+            KerasHub's `activation`). The default loss reads either.
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or

@@ -38,10 +38,10 @@ class BertTokenClassifier(TextTaskModel):
         dropout_rate: dropout on the sequence output before the dense layer (training only).
         label_names: optional tag names in id order, e.g. `CONLL2003_TAGS` (kept in the config):
             the tags `fit` accepts, and what `predict_entities` reads (IOB1 or BIO).
-        activation: None (default): the model outputs logits; "softmax": probabilities.
         preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
             words and text in `fit`, `evaluate`, `predict` and `predict_entities`;
             `from_checkpoint` sets it.
+        activation: None (default): the model outputs logits; "softmax": probabilities.
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`. With a preprocessor, `fit`/`evaluate`/`predict` also take sentences: a

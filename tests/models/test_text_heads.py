@@ -85,6 +85,13 @@ def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offs
     (entities,) = tagger.predict_entities([text])
     assert [(e["entity"], e["start"], e["end"], e["text"]) for e in entities] == [("PER", 2, 30, text[2:30])]  # "Paris." is one word
     assert entities[0]["score"] == pytest.approx(1.0)
+    # The same head with a softmax output: probabilities from predict, the same entities.
+    softmax = BertTokenClassifier(encoder, num_classes=len(CONLL2003_TAGS), label_names=CONLL2003_TAGS,
+                                  preprocessor=preprocessor, activation="softmax")
+    softmax.classifier.set_weights(tagger.classifier.get_weights())
+    ids = preprocessor(tf.constant([text]))
+    np.testing.assert_allclose(softmax.predict(ids, verbose=0), tf.nn.softmax(tagger.predict(ids, verbose=0)), atol=1e-6)
+    assert softmax.predict_entities([text]) == [entities]
     with pytest.raises(ValueError, match=r"y\[0\] has 1 tags for the 2 words of x\[0\]"):
         tagger.fit(["Angela Merkel"], [["I-PER"]], verbose=0)
 
