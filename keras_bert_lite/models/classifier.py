@@ -6,12 +6,10 @@ from collections.abc import Sequence
 
 import keras
 import numpy as np
-from keras import ops
 
 from keras_bert_lite.layers import ClassificationHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.task_model import TextTaskModel
-from keras_bert_lite.models.text_inputs import text_dataset
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 
@@ -34,6 +32,15 @@ def check_num_classes(num_classes, model_name: str) -> None:
         raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
 
 
+def output_activation(logits, activation: str | None, model_name: str):
+    """`logits`, or their softmax (a float32 `Activation` layer) for `activation="softmax"`."""
+    if activation is None:
+        return logits
+    if activation != "softmax":
+        raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
+    return keras.layers.Activation("softmax", dtype="float32", name="softmax")(logits)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertClassifier(TextTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
@@ -49,19 +56,21 @@ class BertClassifier(TextTaskModel):
             `fit` and `evaluate` accept in place of ids, and what `predict_labels` returns.
         preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), for
             raw text in `fit`, `evaluate` and `predict`; `from_checkpoint` sets it.
+        activation: None (default): the model outputs logits; "softmax": probabilities (as
+            KerasHub's `activation`). The default loss reads either.
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or
     `(text_a, text_b)` pairs (see `keras_bert_lite.models.text_inputs.text_dataset`).
 
     Outputs:
-        Calling the model: float32 logits [batch, num_classes] (for num_classes=1, the value
-        [batch, 1]). `predict`: probabilities (softmax of the logits) [N, num_classes], or the
-        values [N, 1] for regression. `predict_labels`: the most probable class names.
+        Calling the model and `predict`: float32 logits [batch, num_classes] (probabilities
+        with `activation="softmax"`; for num_classes=1, the value [batch, 1]).
+        `predict_labels`: the most probable class names.
 
-    Training: `compile()` with no arguments (or none at all before `fit`) uses BERT's AdamW with
-    warmup and linear decay over the `fit` call, `SparseCategoricalCrossentropy(from_logits=True)`
-    and accuracy (`MeanSquaredError` for regression).
+    Training: `compile()` with no arguments (or none at all before `fit`) uses
+    `default_optimizer()` (BERT's AdamW, constant rate), `SparseCategoricalCrossentropy` (on
+    logits unless `activation="softmax"`) and accuracy (`MeanSquaredError` for regression).
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
     `preprocessor`.
@@ -71,19 +80,20 @@ class BertClassifier(TextTaskModel):
         >>> clf = BertClassifier.from_checkpoint("all-MiniLM-L6-v2", num_classes=2, seq_length=64,
         ...                                      label_names=["negative", "positive"])
         >>> clf.fit(["a warm, funny film", "dull and slow"], ["positive", "negative"], epochs=3)
-        >>> clf.predict(["an instant classic"])          # probabilities [1, 2]
+        >>> clf.predict(["an instant classic"])          # logits [1, 2]
         >>> clf.predict_labels(["an instant classic"])   # ["positive"]
         >>> clf.save("clf.keras")                        # weights, config and vocabulary
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names")
+    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
 
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
-                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None, **kwargs):
+                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
+                 activation: str | None = None, **kwargs):
         check_num_classes(num_classes, "BertClassifier")
         label_names = check_label_names(label_names, num_classes, "BertClassifier")
-        if label_names is not None and num_classes == 1:
-            raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names.")
+        if num_classes == 1 and (label_names is not None or activation is not None):
+            raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names or activation.")
         inputs = encoder_inputs()
         classifier = ClassificationHead(
             num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
@@ -91,18 +101,18 @@ class BertClassifier(TextTaskModel):
         # Only the pooled [CLS] output is read: no other position of the last layer is computed.
         logits = classifier(encoder(inputs, output_positions=())["pooled_output"])
         kwargs.setdefault("name", "bert_classifier")
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        super().__init__(inputs=inputs, outputs=output_activation(logits, activation, "BertClassifier"), **kwargs)
         self.attach(encoder, preprocessor)
         self.classifier = classifier
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.label_names = label_names
+        self.activation = activation
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
         if y is not None and self.label_names is not None:
             y = self._label_ids(y)
-        return text_dataset(x, y, sample_weight, preprocessor=self.require_preprocessor(), batch_size=batch_size,
-                            shuffle=shuffle, num_classes=self.num_classes)
+        return super().text_batches(x, y, sample_weight, batch_size, shuffle, num_classes=self.num_classes)
 
     def _label_ids(self, y):
         """Label names in `y` as class ids (ids stay as they are)."""
@@ -119,17 +129,13 @@ class BertClassifier(TextTaskModel):
         if self.num_classes == 1:
             return {"loss": keras.losses.MeanSquaredError()}
         return {
-            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None),
             "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         }
 
-    def predict_outputs(self, outputs):
-        if self.num_classes == 1:
-            return outputs
-        return ops.softmax(ops.cast(outputs, "float32"), axis=-1)
-
     def predict_labels(self, x, batch_size: int | None = None, verbose="auto") -> list[str]:
-        """The most probable class of each example, by name (`label_names`, else "0", "1", ...).
+        """The most probable class of each example (argmax of `predict`), by name (`label_names`,
+        else "0", "1", ...).
 
         Args:
             x: texts (with a preprocessor) or token ids, as for `predict`.
@@ -141,5 +147,5 @@ class BertClassifier(TextTaskModel):
         if self.num_classes == 1:
             raise ValueError(f"{self.name} is a regression model (num_classes=1): predict() gives its values.")
         names = self.label_names or tuple(str(i) for i in range(self.num_classes))
-        probabilities = self.predict(x, batch_size=batch_size, verbose=verbose)
-        return [names[i] for i in np.argmax(probabilities, axis=-1)]
+        scores = self.predict(x, batch_size=batch_size, verbose=verbose)
+        return [names[i] for i in np.argmax(scores, axis=-1)]

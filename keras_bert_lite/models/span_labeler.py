@@ -39,9 +39,9 @@ class BertSpanLabeler(TextTaskModel):
     Training data is `(features, labels)` with labels `start_positions`, `end_positions` int32
     [batch], or, with a preprocessor, `x=(questions, contexts)` lists of strings and `y` their
     answers `{"text", "answer_start"}` as in SQuAD files (see `text_batches`). The loss is the
-    paper's (see `span_loss`), so `compile()` needs no loss; with no arguments it uses BERT's
-    AdamW schedule sized by `fit`. Metrics `start_accuracy` and `end_accuracy`. The encoder's
-    pooler is not read, so it is not trained here.
+    paper's (see `span_loss`), so `compile()` needs no loss; with no arguments it uses
+    `default_optimizer()` (BERT's AdamW, constant rate). Metrics `start_accuracy` and
+    `end_accuracy`. The encoder's pooler is not read, so training leaves it as it is.
 
     Attributes: `encoder`, `span_head`, `preprocessor`.
 
@@ -52,8 +52,6 @@ class BertSpanLabeler(TextTaskModel):
         >>> qa.predict_answers(["Who wrote it?"], ["It was written by Ann in 1990."])
         [{'answer': 'Ann', 'start': 18, 'end': 21, 'score': ...}]
     """
-
-    TRAINS_POOLER = False
 
     def __init__(self, encoder: BertEncoder, preprocessor: BertPreprocessor | None = None, **kwargs):
         inputs = encoder_inputs()

@@ -2,29 +2,29 @@
 
 `EncoderTaskModel` is the functional model that calls the encoder as one nested model and
 rebuilds itself from its config. `TextTaskModel` adds what people fine-tuning BERT on text
-expect from a Keras model: it carries its `BertPreprocessor` (in its config, so a `.keras` file
-holds the vocabulary), loads in one call from any checkpoint folder (`from_checkpoint`), takes
-strings in `fit`, `evaluate` and `predict`, and compiles itself with BERT's optimizer when
-nobody chose one (`keras_bert_lite.models.default_compile`).
+expect, on the pattern of KerasHub's `Task`: it carries its `BertPreprocessor` (in its config, so
+a `.keras` file holds the vocabulary), loads in one call from any checkpoint folder
+(`from_checkpoint`), and `fit`, `evaluate` and `predict` take raw text, which one hook
+(`preprocess_samples`) turns into model inputs inside a `tf.data` pipeline; everything else
+goes to Keras as given. The model's `call` is the plain functional graph on token ids.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import keras
 import tensorflow as tf
 
-from keras_bert_lite.models.default_compile import (
-    DEFAULT_LEARNING_RATE,
-    DEFAULT_WARMUP_PROPORTION,
-    DefaultOptimizer,
-    count_steps_per_epoch,
-)
+from keras_bert_lite.models import text_inputs
 from keras_bert_lite.models.rebuild import RebuiltModel
 from keras_bert_lite.models.saving import save_model
-from keras_bert_lite.models.text_inputs import is_text_input, text_dataset
+from keras_bert_lite.models.text_inputs import holds_text
 from keras_bert_lite.text.preprocessor import BertPreprocessor
+
+# The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
+DEFAULT_LEARNING_RATE = 5e-5
 
 
 class EncoderTaskModel(RebuiltModel):
@@ -51,25 +51,41 @@ class EncoderTaskModel(RebuiltModel):
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**config)
 
-    def save(self, filepath, overwrite: bool = True, zipped: bool | None = None, include_optimizer: bool = False,
-             **kwargs):
+    def save(self, filepath, overwrite: bool = True, **kwargs):
         """`keras.Model.save`, without the optimizer's state unless `include_optimizer=True`.
 
         Keras 3 writes a compiled model's optimizer (for AdamW, two slots per weight) into every
         `.keras` file; a model file is for inference and sharing, and training checkpoints keep the
         optimizer. `.keras` files are written with `keras_bert_lite.models.saving.save_model`
-        (atomically); other formats go to Keras.
+        (atomically); other formats and arguments go to Keras.
 
         Raises:
             FileExistsError: `overwrite=False` and `filepath` exists.
         """
         path = os.fspath(filepath)
-        if not path.endswith(".keras") or zipped is False or kwargs:
-            return super().save(filepath, overwrite=overwrite, zipped=zipped, include_optimizer=include_optimizer,
-                                **kwargs)
+        include_optimizer = kwargs.pop("include_optimizer", False)
+        if not path.endswith(".keras") or kwargs:
+            return super().save(filepath, overwrite=overwrite, include_optimizer=include_optimizer, **kwargs)
         if not overwrite and tf.io.gfile.exists(path):
             raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
         save_model(self, path, include_optimizer=include_optimizer)
+
+
+def default_optimizer() -> keras.optimizers.Optimizer:
+    """The optimizer of `compile(optimizer="auto")`: BERT's AdamW at a constant learning rate.
+
+    `keras.optimizers.AdamW` with BERT's settings (weight decay 0.01 except on LayerNorm weights
+    and biases, epsilon 1e-6, gradients clipped at global norm 1.0) and a constant learning rate
+    of 5e-5, as KerasHub's tasks use: no schedule to size, so any number of `fit` calls train at
+    the same rate. For BERT's linear warmup and decay to 0 over a known number of steps, compile
+    with `keras_bert_lite.create_optimizer(init_lr, num_train_steps, num_warmup_steps)`.
+    """
+    # TODO(merge): take `AdamW` and `DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY` from `keras_bert_lite.optimization`
+    # (the same Keras AdamW, registered under our name) once it moves there, below `models`; from
+    # `keras_bert_lite.training` it would be an import circle (training imports the models).
+    optimizer = keras.optimizers.AdamW(DEFAULT_LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])  # LayerNorm weights, all biases
+    return optimizer
 
 
 class TextTaskModel(EncoderTaskModel):
@@ -77,18 +93,16 @@ class TextTaskModel(EncoderTaskModel):
 
     - `from_checkpoint(path, seq_length, ...)` builds the model on a pre-trained encoder and its
       preprocessor from a Google, Hugging Face or our own folder.
-    - `fit`, `evaluate` and `predict` take what `keras_bert_lite.models.text_inputs.text_dataset`
-      reads (lists, numpy arrays, `tf.data` of strings or string pairs) as well as token ids; a
-      `tf.data.Dataset` goes to Keras with `shuffle=False` (it shuffles itself, or not).
-    - `compile()` defaults to BERT's AdamW with warmup and linear decay sized by `fit` (see
-      `default_compile`), the task's loss on logits and its metrics; `fit`/`evaluate` compile that
-      way when the model is not compiled. Any argument given to `compile` replaces its default.
-    - Subclasses whose heads do not read the pooler set `TRAINS_POOLER = False`: its weights stay
-      in the model (checkpoints and `.keras` files are unchanged) but are not trainable here, so
-      training neither warns that they get no gradient nor gives them optimizer slots.
+    - `fit`, `evaluate` and `predict` take raw text wherever Keras takes `x`; what is text is told
+      by its dtype (`keras_bert_lite.models.text_inputs.holds_text`: strings are text, numbers
+      and dicts of ids are model inputs and go to Keras as they are). Text in memory is sliced
+      into batches of `batch_size` (default 32) by `text_batches`, a `tf.data.Dataset` of text is
+      read as it is, and `preprocess_samples` is mapped over the batches in `tf.data`. Every
+      other argument goes to Keras.
+    - `compile()` defaults to the task's loss and metrics and `default_optimizer()`; `fit` and
+      `evaluate` compile that way when the model is not compiled. Any argument given replaces
+      its default.
     """
-
-    TRAINS_POOLER = True
 
     def attach(self, encoder, preprocessor: BertPreprocessor | None) -> None:
         """Keeps `encoder` and `preprocessor` (checked to fit it); called by subclass constructors."""
@@ -104,7 +118,6 @@ class TextTaskModel(EncoderTaskModel):
                                  f"encoder's max_position_embeddings {config.max_position_embeddings}.")
         self.encoder = encoder
         self.preprocessor = preprocessor
-        self.default_optimizer = None
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, seq_length: int = 128, *, lower_case: bool | None = None,
@@ -149,56 +162,48 @@ class TextTaskModel(EncoderTaskModel):
             )
         return self.preprocessor
 
-    def is_text(self, x) -> bool:
-        """Whether `x` is raw text for `text_batches` rather than token ids."""
-        return is_text_input(x)
-
-    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
-        """`x` (and labels) as batches of model inputs (see `text_dataset`)."""
-        return text_dataset(x, y, sample_weight, preprocessor=self.require_preprocessor(), batch_size=batch_size,
-                            shuffle=shuffle)
-
-    def default_compile_arguments(self) -> dict:
-        """The task's `loss`, `metrics` and `weighted_metrics` for `compile("auto", ...)`."""
-        return {}
-
-    def predict_outputs(self, outputs):
-        """What `predict` returns for the model's outputs (e.g. probabilities for logits)."""
-        return outputs
-
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", *, learning_rate: float | None = None,
-                warmup_proportion: float | None = None, **kwargs):
-        """`keras.Model.compile` with BERT's fine-tuning defaults.
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """One batch of raw text to model inputs, with its labels; mapped over `tf.data` batches.
 
         Args:
-            optimizer: "auto" (default): BERT's AdamW (`keras_bert_lite.create_optimizer`: weight
-                decay 0.01 except LayerNorm and biases, clipping at global norm 1.0) with a linear
-                warmup over the first `warmup_proportion` of the steps and a linear decay to 0 at
-                the last step of the next `fit` call, which sizes it from its data and epochs. Or
-                any Keras optimizer.
-            loss: "auto" (default): the task's loss on the model's logits. Or any Keras loss.
-            metrics: "auto" (default): the task's metrics (accuracy for classifiers) with the "auto"
-                loss, none with another loss. Or a list.
-            learning_rate: the peak learning rate of the "auto" optimizer (default 5e-5).
-            warmup_proportion: its fraction of warmup steps (default 0.1).
-            **kwargs: other `keras.Model.compile` arguments (`jit_compile`, `weighted_metrics`, ...).
+            x: tf.string [batch] texts, or a pair of them (sentence pairs).
+            y, sample_weight: the batch's labels and weights, or None; passed through.
 
-        Raises:
-            ValueError: `learning_rate` or `warmup_proportion` with an optimizer other than "auto",
-                or out of range.
+        Returns:
+            `features`, `(features, y)` or `(features, y, sample_weight)` as Keras reads them,
+            with features the preprocessor's dict of int32 [batch, seq_length] inputs.
+        """
+        return keras.utils.pack_x_y_sample_weight(self.require_preprocessor()(x), y, sample_weight)
+
+    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False,
+                     **options) -> tf.data.Dataset:
+        """Raw text (and its labels) as batches of model inputs: `preprocess_samples` mapped over
+        the batches of text of `keras_bert_lite.models.text_inputs.text_dataset(x, y,
+        sample_weight, ...)` (which takes `options` such as `num_classes`)."""
+        self.require_preprocessor()
+        batches = text_inputs.text_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **options)
+        return batches.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def default_compile_arguments(self) -> dict:
+        """The task's `loss`, `metrics` and `weighted_metrics` for `compile(loss="auto")`."""
+        return {}
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile` with the task's defaults.
+
+        Args:
+            optimizer: "auto" (default): `default_optimizer()`, BERT's AdamW at a constant 5e-5.
+                Or any Keras optimizer, e.g. `keras_bert_lite.create_optimizer(...)` for BERT's
+                warmup and linear decay.
+            loss: "auto" (default): the task's loss, on logits or probabilities as the model
+                outputs them. Or any Keras loss.
+            metrics: "auto" (default): the task's metrics with the "auto" loss, none with another
+                loss. Or a list.
+            **kwargs: other `keras.Model.compile` arguments (`jit_compile`, `weighted_metrics`, ...).
         """
         defaults = self.default_compile_arguments()
         if isinstance(optimizer, str) and optimizer == "auto":
-            settings = DefaultOptimizer(
-                DEFAULT_LEARNING_RATE if learning_rate is None else learning_rate,
-                DEFAULT_WARMUP_PROPORTION if warmup_proportion is None else warmup_proportion,
-            )
-            optimizer = settings.placeholder()
-        elif learning_rate is not None or warmup_proportion is not None:
-            raise ValueError(f"{self.name}.compile: learning_rate and warmup_proportion set the 'auto' optimizer; "
-                             "give them to your optimizer instead.")
-        else:
-            settings = None
+            optimizer = default_optimizer()
         default_loss = isinstance(loss, str) and loss == "auto"
         if default_loss:
             loss = defaults.get("loss")
@@ -208,104 +213,67 @@ class TextTaskModel(EncoderTaskModel):
             if default_loss:
                 kwargs.setdefault("weighted_metrics", defaults.get("weighted_metrics"))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-        self.default_optimizer = settings
-
-    def get_compile_config(self) -> dict:
-        config = super().get_compile_config()
-        settings = self.default_optimizer
-        if config and settings is not None and settings.num_train_steps is None:
-            config = {**config, "optimizer": "auto", "learning_rate": settings.learning_rate,
-                      "warmup_proportion": settings.warmup_proportion}
-        return config
 
     def compile_from_config(self, config: dict) -> None:
+        # Keras does not compile a loaded model whose class overrides `compile`; this one takes
+        # Keras' own arguments, so a file saved with `include_optimizer=True` resumes with its state.
         self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built and self.default_optimizer is None:
+        if self.built:
             self.optimizer.build(self.trainable_variables)  # so that the saved optimizer state loads
 
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
-            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
-            steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
+    def fit(self, x=None, y=None, batch_size=None, **kwargs):
         """`keras.Model.fit`, also on raw text, compiling with the defaults (see `compile`) if needed.
 
-        Text in `x` is batched `batch_size` (default 32) examples at a time and shuffled on every
-        epoch when `shuffle` is True, as Keras does with arrays; labels `y` and `sample_weight` go
-        with it. `validation_data` may be text too: `(x_val, y_val)` or a dataset.
+        Text in `x` (with labels `y` and `sample_weight`) becomes `text_batches` of `batch_size`
+        (default 32) examples, shuffled on every epoch unless `shuffle=False`, as Keras does with
+        arrays; `validation_data` may be text too: `(x_val, y_val)` or a dataset. A model whose
+        heads do not read the encoder's pooler leaves it as it is (Keras skips variables without
+        a gradient) without warning about it.
+
+        Args:
+            x, y, batch_size: as for `keras.Model.fit`, or text (see the class docstring).
+            **kwargs: `keras.Model.fit` arguments.
         """
-        if self.is_text(x):
-            if validation_split:
+        if holds_text(x):
+            if kwargs.get("validation_split"):
                 raise ValueError(f"{self.name}.fit: validation_split splits arrays, not text; pass validation_data.")
-            x = self.text_batches(x, y, sample_weight, batch_size or 32, shuffle=shuffle)
-            y = sample_weight = batch_size = None
-        validation_data = self._validation_batches(validation_data, validation_batch_size or batch_size)
+            x = self.text_batches(x, y, kwargs.pop("sample_weight", None), batch_size or 32,
+                                  kwargs.pop("shuffle", True))
+            y = None
+        if kwargs.get("validation_data") is not None:
+            kwargs["validation_data"] = self._validation_batches(
+                kwargs["validation_data"], kwargs.get("validation_batch_size") or batch_size or 32
+            )
         if isinstance(x, tf.data.Dataset):
-            shuffle = False  # a dataset is read in its own order; Keras would warn that it ignores shuffle=True
+            batch_size = None
+            kwargs.setdefault("shuffle", False)  # read in its own order; Keras warns that it ignores shuffle=True
         if not self.compiled:
             self.compile()
-        settings = self.default_optimizer
-        if settings is not None and epochs > initial_epoch:
-            num_steps = (epochs - initial_epoch) * count_steps_per_epoch(x, batch_size, steps_per_epoch, validation_split)
-            self.default_optimizer = settings.sized(self.optimizer, num_steps, self.name)
-        return super().fit(
-            x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle, class_weight,
-            sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size, validation_freq,
-        )
+        with warnings.catch_warnings():
+            # Only when the pooler's are all the variables without a gradient.
+            warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[('pooler/[\w/]+'(, )?)+\] ")
+            return super().fit(x, y, batch_size, **kwargs)
 
-    def _validation_batches(self, validation_data, batch_size):
-        if validation_data is None:
-            return None
-        if self.is_text(validation_data):  # a dataset of text
-            return self.text_batches(validation_data, batch_size=batch_size or 32)
+    def _validation_batches(self, validation_data, batch_size: int):
+        if holds_text(validation_data) and isinstance(validation_data, tf.data.Dataset):
+            return self.text_batches(validation_data, batch_size=batch_size)
         if isinstance(validation_data, (tuple, list)) and 2 <= len(validation_data) <= 3:
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
-            if self.is_text(x):
-                return self.text_batches(x, y, sample_weight, batch_size or 32)
+            if holds_text(x):
+                return self.text_batches(x, y, sample_weight, batch_size)
         return validation_data
 
-    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
-                 callbacks=None, return_dict=False, **kwargs):
-        """`keras.Model.evaluate`, also on raw text, compiling with the defaults if needed."""
-        if self.is_text(x):
-            x = self.text_batches(x, y, sample_weight, batch_size or 32)
-            y = sample_weight = batch_size = None
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        """`keras.Model.evaluate`, also on raw text (as `fit`), compiling with the defaults if needed."""
+        if holds_text(x):
+            x = self.text_batches(x, y, kwargs.pop("sample_weight", None), batch_size or 32)
+            y = batch_size = None
         if not self.compiled:
             self.compile()
-        return super().evaluate(x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict, **kwargs)
+        return super().evaluate(x, y, batch_size, **kwargs)
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        """`keras.Model.predict`, also on raw text; returns `predict_outputs` of the model's outputs."""
-        if self.is_text(x):
-            x = self.text_batches(x, batch_size=batch_size or 32)
-            batch_size = None
-        return super().predict(x, batch_size, verbose, steps, callbacks)
-
-    def predict_step(self, data):
-        return self.predict_outputs(super().predict_step(data))
-
-    def _untrained_ids(self) -> set[int]:
-        """Ids of the variables this model holds but does not train (the pooler, if unread)."""
-        encoder = getattr(self, "encoder", None)
-        if self.TRAINS_POOLER or encoder is None:
-            return set()
-        return {id(variable) for variable in encoder.pooler.variables}
-
-    @property
-    def trainable_weights(self):
-        untrained = self._untrained_ids()
-        return [v for v in super().trainable_weights if id(v) not in untrained]
-
-    @property
-    def trainable_variables(self):
-        untrained = self._untrained_ids()
-        return [v for v in super().trainable_variables if id(v) not in untrained]
-
-    @property
-    def non_trainable_weights(self):
-        untrained = self._untrained_ids()
-        return super().non_trainable_weights + [v for v in super().trainable_weights if id(v) in untrained]
-
-    @property
-    def non_trainable_variables(self):
-        untrained = self._untrained_ids()
-        return super().non_trainable_variables + [v for v in super().trainable_variables if id(v) in untrained]
-
+    def predict(self, x, batch_size=None, **kwargs):
+        """`keras.Model.predict`, also on raw text (as `fit`): what calling the model returns."""
+        if holds_text(x):
+            x, batch_size = self.text_batches(x, batch_size=batch_size or 32), None
+        return super().predict(x, batch_size, **kwargs)

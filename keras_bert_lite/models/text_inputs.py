@@ -2,8 +2,10 @@
 
 `model.fit`/`predict` take token ids; people have strings in Python lists, numpy or pandas
 columns and `tf.data` pipelines. `text_dataset` turns any of these, with labels and sample
-weights, into `(features, labels[, sample_weights])` batches, tokenizing in the tf.data graph
-with a `BertPreprocessor`. Containers are read without numpy's fixed-width string dtypes (a
+weights, into checked batches of text and maps a `BertPreprocessor` over them (tokenizing in the
+tf.data graph) into `(features, labels[, sample_weights])` batches; task models map their
+`preprocess_samples` over its batches of text the same way. `holds_text` tells text from model
+inputs by dtype. Containers are read without numpy's fixed-width string dtypes (a
 `<U1088` array is 4 bytes per character of the longest text, and Keras cannot convert it).
 
 The accepted forms of `x` (N examples):
@@ -37,35 +39,27 @@ from keras_bert_lite.data.glue import check_labels
 _STRING_KINDS = "USO"  # numpy dtype kinds that may hold text: unicode, bytes, object
 
 
-def is_text_input(x) -> bool:
-    """Whether `x` is raw text that `text_dataset` reads, rather than token-id features.
+def holds_text(x) -> bool:
+    """Whether `x` is raw text to preprocess rather than model inputs, by the data's dtype.
 
-    Looks at the container type and its first element only (cheap on large inputs); the full
-    check happens in `text_dataset`. Dicts (feature dicts) and numeric arrays are not text.
+    Strings anywhere in `x` make it text: Python `str`/`bytes`, numpy arrays of a string dtype or
+    of objects holding strings (pandas columns), `tf.string` tensors, a `tf.data.Dataset` with a
+    `tf.string` component. Numbers and dicts of token ids are not text.
     """
-    if isinstance(x, (str, bytes)):
-        return True
     if isinstance(x, tf.data.Dataset):
-        spec = x.element_spec
-        first = spec[0] if isinstance(spec, tuple) else spec
-        return all(
-            isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in tf.nest.flatten(first)
-        )
-    if tf.is_tensor(x):
-        return x.dtype == tf.string
-    if isinstance(x, Mapping) or x is None:
-        return False
-    if isinstance(x, (list, tuple)):
-        first = x[0] if len(x) else None
-        if isinstance(first, (list, tuple, np.ndarray)) or tf.is_tensor(first):
-            return is_text_input(first)
-        return isinstance(first, (str, bytes))
-    if hasattr(x, "__array__"):
-        array = np.asarray(x)
-        if array.dtype.kind in "US":
-            return True
-        return array.dtype.kind == "O" and array.size > 0 and isinstance(array.flat[0], (str, bytes))
-    return False
+        return any(spec.dtype == tf.string for spec in tf.nest.flatten(x.element_spec))
+    return any(_is_text(leaf) for leaf in tf.nest.flatten(x))
+
+
+def _is_text(leaf) -> bool:
+    if isinstance(leaf, (str, bytes)):
+        return True
+    if tf.is_tensor(leaf):
+        return leaf.dtype == tf.string
+    kind = getattr(getattr(leaf, "dtype", None), "kind", None)
+    if kind == "O":
+        return any(isinstance(value, (str, bytes)) for value in np.asarray(leaf).ravel())
+    return kind is not None and kind in "US"
 
 
 def text_dataset(
@@ -73,14 +67,15 @@ def text_dataset(
     y=None,
     sample_weight=None,
     *,
-    preprocessor,
+    preprocessor=None,
     batch_size: int = 32,
     shuffle: bool = False,
     seed: int | None = None,
     drop_remainder: bool = False,
     num_classes: int | None = None,
 ) -> tf.data.Dataset:
-    """Batched BERT inputs (tokenized in the graph) with labels, from raw text.
+    """Batched BERT inputs (tokenized in the graph) with labels, from raw text; or the batches of
+    text themselves, checked, for a task model's `preprocess_samples` to map over.
 
     Args:
         x: the texts (single texts or pairs; see the module docstring for every accepted form).
@@ -89,7 +84,7 @@ def text_dataset(
             dataset carries them).
         sample_weight: optional weights, one per example (float32); None for a dataset.
         preprocessor: a `BertPreprocessor` (strings, or a pair of strings, to the three
-            int32 [batch, seq_length] inputs).
+            int32 [batch, seq_length] inputs), mapped over the batches; None for the text.
         batch_size: examples per batch (datasets of batches keep their own).
         shuffle: shuffle in-memory examples before batching, again on every pass (epoch), with
             `seed`. A dataset is read in its own order, as Keras does.
@@ -101,7 +96,9 @@ def text_dataset(
     Returns:
         A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
         features are the preprocessor's dict of int32 [batch, seq_length] tensors, labels and
-        weights have a leading batch dimension.
+        weights have a leading batch dimension. Without a preprocessor, tuples `(text,)`,
+        `(text, labels)` or `(text, labels, sample_weights)`, text tf.string [batch] or a pair
+        of them.
 
     Raises:
         ValueError: naming the argument and example index of anything unusable: a text that is
@@ -115,10 +112,24 @@ def text_dataset(
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("y and sample_weight must be None when x is a tf.data.Dataset (it carries them).")
-        return _from_dataset(x, preprocessor, batch_size, drop_remainder)
+        dataset = _from_dataset(x, batch_size, drop_remainder)
+    else:
+        dataset = _in_memory(x, y, sample_weight, batch_size, shuffle, seed, drop_remainder, num_classes)
+    if preprocessor is None:
+        return dataset
+
+    def preprocess(text, *rest):
+        features = preprocessor(text)
+        return (features, *rest) if rest else features
+
+    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, drop_remainder: bool, num_classes):
+    """Texts, labels and weights held in memory as batches of `(text, *labels)` tuples."""
     texts = _text_columns(x)
     count = int(texts[0].shape[0])
-    parts = [texts]
+    parts = [texts[0] if len(texts) == 1 else texts]
     if y is not None:
         labels = _per_example(y, "y", count)
         if num_classes is not None:
@@ -133,13 +144,7 @@ def text_dataset(
     dataset = tf.data.Dataset.from_tensor_slices(tuple(parts))
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-
-    def preprocess(text, *rest):
-        features = preprocessor(text[0] if len(text) == 1 else tuple(text))
-        return (features, *rest) if rest else features
-
-    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
 
 
 def _text_columns(x) -> tuple[tf.Tensor, ...]:
@@ -230,8 +235,8 @@ def _flat_items(values, name: str) -> list[tuple[str, np.ndarray]]:
     return [(name, values)]
 
 
-def _from_dataset(dataset: tf.data.Dataset, preprocessor, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
-    """Preprocesses a dataset of texts (see the module docstring), batching single examples."""
+def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+    """A dataset of texts (see the module docstring) as `text_dataset` batches them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
     if len(parts) == 2 and all(_is_string(p) for p in parts):
@@ -258,13 +263,11 @@ def _from_dataset(dataset: tf.data.Dataset, preprocessor, batch_size: int, drop_
     if ranks == {0}:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
 
-    def preprocess(*element):
+    def regroup(*element):
         text = element[:2] if text_parts == 2 else element[0]
-        features = preprocessor(tuple(text) if isinstance(text, (tuple, list)) else text)
-        labels = element[text_parts:]
-        return (features, *labels) if labels else features
+        return (tuple(text) if isinstance(text, (tuple, list)) else text, *element[text_parts:])
 
-    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.map(regroup)
 
 
 def _is_string(spec) -> bool:

@@ -14,7 +14,7 @@ from keras_bert_lite.data.ner.conll import TaggedSentence
 from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs
 from keras_bert_lite.data.ner.metrics import entity_spans
 from keras_bert_lite.layers import ClassificationHead
-from keras_bert_lite.models.classifier import check_label_names, check_num_classes
+from keras_bert_lite.models.classifier import check_label_names, check_num_classes, output_activation
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.task_model import TextTaskModel
 from keras_bert_lite.models.text_inputs import text_column
@@ -41,6 +41,7 @@ class BertTokenClassifier(TextTaskModel):
         preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
             words and text in `fit`, `evaluate`, `predict` and `predict_entities`;
             `from_checkpoint` sets it.
+        activation: None (default): the model outputs logits; "softmax": probabilities.
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`. With a preprocessor, `fit`/`evaluate`/`predict` also take sentences: a
@@ -48,14 +49,14 @@ class BertTokenClassifier(TextTaskModel):
     model does), with `y` one tag list per sentence (names from `label_names`, or ids).
 
     Outputs:
-        Calling the model: float32 logits [batch, seq, num_classes] per word piece. `predict`:
-        probabilities (softmax) [N, seq, num_classes]. `predict_entities`: entity spans with
+        Calling the model and `predict`: float32 logits [batch, seq, num_classes] per word piece
+        (probabilities with `activation="softmax"`). `predict_entities`: entity spans with
         character offsets.
 
-    Training: `compile()` with no arguments (or none at all before `fit`) uses BERT's AdamW with
-    warmup and linear decay over the `fit` call, `SparseCategoricalCrossentropy(from_logits=True,
-    reduction="mean_with_sample_weight")` and a weighted accuracy. The encoder's pooler is not
-    read, so it is not trained here.
+    Training: `compile()` with no arguments (or none at all before `fit`) uses
+    `default_optimizer()` (BERT's AdamW, constant rate), `SparseCategoricalCrossentropy(
+    reduction="mean_with_sample_weight")` (on logits unless `activation="softmax"`) and a
+    weighted accuracy. The encoder's pooler is not read, so training leaves it as it is.
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
     `preprocessor`.
@@ -69,11 +70,11 @@ class BertTokenClassifier(TextTaskModel):
         [[{'entity': 'PER', 'start': 0, 'end': 13, 'text': 'Angela Merkel', 'score': ...}, ...]]
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names")
-    TRAINS_POOLER = False
+    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
 
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
-                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None, **kwargs):
+                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
+                 activation: str | None = None, **kwargs):
         check_num_classes(num_classes, "BertTokenClassifier")
         label_names = check_label_names(label_names, num_classes, "BertTokenClassifier")
         inputs = encoder_inputs()
@@ -82,12 +83,13 @@ class BertTokenClassifier(TextTaskModel):
         )
         logits = classifier(encoder(inputs)["sequence_output"])
         kwargs.setdefault("name", "bert_token_classifier")
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        super().__init__(inputs=inputs, outputs=output_activation(logits, activation, "BertTokenClassifier"), **kwargs)
         self.attach(encoder, preprocessor)
         self.classifier = classifier
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.label_names = label_names
+        self.activation = activation
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -138,12 +140,10 @@ class BertTokenClassifier(TextTaskModel):
 
     def default_compile_arguments(self) -> dict:
         return {
-            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight"),
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None,
+                                                               reduction="mean_with_sample_weight"),
             "weighted_metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         }
-
-    def predict_outputs(self, outputs):
-        return ops.softmax(ops.cast(outputs, "float32"), axis=-1)
 
     def predict_entities(self, texts, batch_size: int = 32) -> list[list[dict]]:
         """The entities in each text, with character offsets, as the exported model tags words.
@@ -175,6 +175,8 @@ class BertTokenClassifier(TextTaskModel):
             words = _ragged_words([[text[a:b] for a, b in row] for text, row in zip(batch, spans)])
             features, positions = tag_inputs(words, preprocessor.tokenizer, preprocessor.packer)
             probabilities = self.predict_on_batch(features)
+            if self.activation is None:
+                probabilities = ops.convert_to_numpy(ops.softmax(probabilities, axis=-1))
             positions = [np.asarray(row, "int32") for row in positions.to_list()]
             word_tags = predicted_tags(probabilities, positions, self.label_names)
             for n, (text, row) in enumerate(zip(batch, spans)):

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_lite import create_optimizer
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
@@ -94,8 +95,9 @@ _TEST = [
 
 @pytest.mark.slow
 def test_fine_tuning_from_pretrained_weights_beats_random_init(minilm_dir):
-    """The short path on real weights: from_checkpoint on the Hugging Face folder, the default
-    compile (BERT's AdamW schedule sized by fit), fit and predict on Python lists of strings."""
+    """The short path on real weights: from_checkpoint on the Hugging Face folder, compile with
+    BERT's AdamW schedule (the task's default loss and metrics), fit and predict on Python lists
+    of strings."""
     keras.utils.set_random_seed(0)
     model = BertClassifier.from_checkpoint(minilm_dir, num_classes=2, seq_length=20, label_names=["neg", "pos"])
     random_weights = BertEncoder(model.encoder.config).get_weights()
@@ -108,7 +110,8 @@ def test_fine_tuning_from_pretrained_weights_beats_random_init(minilm_dir):
         keras.utils.set_random_seed(0)
         model.encoder.set_weights(encoder_weights)
         model.classifier.set_weights(head_weights)
-        model.compile(learning_rate=1.5e-4, jit_compile=False)  # a fresh optimizer and schedule
+        # A fresh optimizer: BERT's schedule over the 4 epochs of 3 batches, with the task's loss and metrics.
+        model.compile(optimizer=create_optimizer(1.5e-4, num_train_steps=12, num_warmup_steps=1), jit_compile=False)
         model.fit(texts, labels, batch_size=8, epochs=4, verbose=0)
         return float(np.mean(np.array(model.predict_labels(test_texts, verbose=0)) == test_labels))
 

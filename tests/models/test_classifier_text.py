@@ -1,6 +1,6 @@
 """BertClassifier on raw text: from_checkpoint on each folder kind, fit/evaluate/predict on every
-container of strings and pairs, probabilities and label names, the default compile (and the user's
-own), one `.keras` file that a fresh process loads and runs on strings, quantized and LoRA models."""
+container of strings and pairs, logits (or probabilities if asked) and label names, the default
+compile over several fit calls (and the user's own), one `.keras` file that a fresh process loads and runs on strings, quantized and LoRA models."""
 
 import subprocess
 import sys
@@ -14,9 +14,7 @@ import tensorflow as tf
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.interop import save_google_checkpoint, save_hf_checkpoint
 from keras_bert_lite.models.classifier import BertClassifier
-from keras_bert_lite.models.default_compile import ConstantUntilFit
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite.training.optimization import WarmupLinearDecay
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "warm", "funny", "film", "dull", "slow", "and",
          "great", "bad", ",", "."]
@@ -59,26 +57,30 @@ def clf(folders):
 @pytest.mark.parametrize("kind", ["keras", "google", "hugging_face"])
 def test_from_checkpoint_on_each_folder_kind_gives_the_same_model(folders, kind):
     keras.utils.set_random_seed(2)
-    model = BertClassifier.from_checkpoint(folders[kind], num_classes=3, seq_length=12)
+    model = BertClassifier.from_checkpoint(folders[kind], num_classes=3, seq_length=12, activation="softmax")
     assert model.preprocessor.seq_length == 12 and model.preprocessor.tokenizer.lower_case
-    reference = BertClassifier.from_checkpoint(folders["keras"], num_classes=3, seq_length=12)
+    reference = BertClassifier.from_checkpoint(folders["keras"], num_classes=3, seq_length=12, activation="softmax")
     reference.classifier.set_weights(model.classifier.get_weights())
     probabilities = model.predict(TEXTS[:3], verbose=0)
     assert probabilities.shape == (3, 3)
-    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)  # softmax, not logits
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)  # softmax, as asked
     # Same weights and vocabulary: identical outputs (tolerance 1e-6: float32 round trips are exact).
     np.testing.assert_allclose(probabilities, reference.predict(TEXTS[:3], verbose=0), atol=1e-6)
 
 
-def test_default_compile_is_berts_schedule_sized_by_fit(clf):
-    schedule = keras.optimizers.schedules.deserialize(clf.optimizer.get_config()["learning_rate"])
-    assert isinstance(schedule, WarmupLinearDecay)  # 2 epochs x ceil(8 / 4) steps, 10 % warmup
-    assert (schedule.init_lr, schedule.num_train_steps, schedule.num_warmup_steps) == (5e-5, 4, 0)
-    assert int(clf.optimizer.iterations) == 4 and float(clf.optimizer.learning_rate) == 0.0  # decayed to 0
+def test_default_compile_is_berts_adamw_at_a_constant_rate_over_any_number_of_fits(clf):
+    optimizer = clf.optimizer
+    assert isinstance(optimizer, keras.optimizers.AdamW) and float(optimizer.learning_rate) == pytest.approx(5e-5)
+    assert (optimizer.weight_decay, optimizer.epsilon, optimizer.global_clipnorm) == (0.01, 1e-6, 1.0)
     assert isinstance(clf.loss, keras.losses.SparseCategoricalCrossentropy) and clf.loss.from_logits
     assert set(clf.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)) == {"loss", "accuracy"}
-    with pytest.raises(ValueError, match="decays to 0 at step 4"):
-        clf.fit(TEXTS, LABELS, batch_size=4, epochs=1, verbose=0)
+    assert int(optimizer.iterations) == 4  # the fixture's fit: 2 epochs x ceil(8 / 4) steps
+    kernel = clf.classifier.dense.kernel.numpy()
+    history = clf.fit(TEXTS, LABELS, batch_size=4, epochs=1, verbose=0,  # a second fit trains on
+                      validation_data=(TEXTS[:3], LABELS[:3])).history
+    assert int(optimizer.iterations) == 6 and np.isfinite(history["loss"][0]) and np.isfinite(history["val_loss"][0])
+    assert not np.allclose(clf.classifier.dense.kernel.numpy(), kernel)
+    assert float(optimizer.learning_rate) == pytest.approx(5e-5)
 
 
 def test_the_users_compile_overrides_the_default(folders):
@@ -86,13 +88,24 @@ def test_the_users_compile_overrides_the_default(folders):
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
     model.fit(TEXTS, IDS, batch_size=8, epochs=1, verbose=0)
     assert isinstance(model.optimizer, keras.optimizers.SGD) and model.loss == "sparse_categorical_crossentropy"
-    model.compile(learning_rate=1e-3)
-    schedule = keras.optimizers.schedules.deserialize(model.optimizer.get_config()["learning_rate"])
-    assert isinstance(schedule, ConstantUntilFit) and model.default_optimizer.num_train_steps is None
+    model.compile(jit_compile=False)  # back to the defaults, with a fresh optimizer
+    assert isinstance(model.optimizer, keras.optimizers.AdamW) and model.loss.from_logits
     model.fit(TEXTS, IDS, batch_size=8, epochs=3, verbose=0)
-    assert model.default_optimizer.num_train_steps == 3 and float(model.optimizer.learning_rate) == 0.0
-    with pytest.raises(ValueError, match="learning_rate and warmup_proportion set the 'auto' optimizer"):
-        model.compile(optimizer="adam", learning_rate=1e-3)
+    assert int(model.optimizer.iterations) == 3
+
+
+def test_predict_returns_what_calling_the_model_returns_and_softmax_when_asked(clf):
+    ids = clf.preprocessor(tf.constant(TEXTS))
+    logits = clf.predict(TEXTS, verbose=0)
+    np.testing.assert_allclose(logits, clf(ids, training=False), atol=1e-6)
+    assert not np.allclose(logits.sum(-1), 1.0)  # logits, not probabilities
+    softmax = BertClassifier(clf.encoder, num_classes=2, preprocessor=clf.preprocessor, activation="softmax")
+    softmax.classifier.set_weights(clf.classifier.get_weights())
+    np.testing.assert_allclose(softmax.predict(TEXTS, verbose=0), tf.nn.softmax(logits), atol=1e-6)
+    softmax.compile()
+    assert not softmax.loss.from_logits
+    with pytest.raises(ValueError, match="activation must be None \\(logits\\) or 'softmax'"):
+        BertClassifier(clf.encoder, num_classes=2, activation="relu")
 
 
 @pytest.mark.parametrize("container", ["numpy", "dataset", "pairs", "pair_dataset"])
@@ -109,19 +122,19 @@ def test_every_container_of_text(clf, container):
     loss = clf.evaluate(x, y, verbose=0, return_dict=True)["loss"]
     assert np.isfinite(loss)
     features = x.map(lambda texts, labels: texts) if y is None else x
-    probabilities = clf.predict(features, verbose=0)
-    assert probabilities.shape == (8, 2)
+    logits = clf.predict(features, verbose=0)
+    assert logits.shape == (8, 2)
     if container == "numpy":
-        np.testing.assert_allclose(probabilities, clf.predict(TEXTS, verbose=0), atol=1e-6)
+        np.testing.assert_allclose(logits, clf.predict(TEXTS, verbose=0), atol=1e-6)
     if container == "pairs":
         expected = clf.predict(tf.data.Dataset.from_tensor_slices((TEXTS, TEXTS[::-1])).batch(3), verbose=0)
-        np.testing.assert_allclose(probabilities, expected, atol=1e-6)
+        np.testing.assert_allclose(logits, expected, atol=1e-6)
 
 
 def test_predict_labels_and_bad_labels(clf):
     names = clf.predict_labels(TEXTS, verbose=0)
-    probabilities = clf.predict(TEXTS, verbose=0)
-    assert names == [("negative", "positive")[i] for i in np.argmax(probabilities, -1)]
+    logits = clf.predict(TEXTS, verbose=0)
+    assert names == [("negative", "positive")[i] for i in np.argmax(logits, -1)]
     with pytest.raises(ValueError, match=r"y\[1\] is 'neutral', not one of the label names"):
         clf.evaluate(TEXTS[:2], ["positive", "neutral"], verbose=0)
     with pytest.raises(ValueError, match="label_names must name each of the 2 classes once"):

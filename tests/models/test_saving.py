@@ -9,11 +9,11 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_lite import create_optimizer
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.saving import save_model
-from keras_bert_lite.training.optimization import create_optimizer
 
 VOCAB = 100
 

@@ -1,6 +1,6 @@
 """Span labeler and token classifier on raw text: answers with character offsets from (question,
-context) strings, entities with character offsets from text, word-list fine-tuning, and no unused
-pooler among the trainable weights (checkpoints and `.keras` files keep it)."""
+context) strings, entities with character offsets from text, word-list fine-tuning, and an unused
+pooler left as it is, without a warning (checkpoints and `.keras` files keep it)."""
 
 import warnings
 
@@ -53,9 +53,8 @@ def test_span_labeler_answers_strings_with_the_best_span_of_its_logits(parts):
 def test_heads_without_the_pooler_neither_train_nor_lose_it(parts, model_class):
     encoder, _ = parts
     model = model_class(encoder) if model_class is BertSpanLabeler else model_class(encoder, num_classes=3)
-    paths = {w.path for w in model.trainable_weights}
-    assert not any("pooler" in path for path in paths)
     assert {w.path for w in model.weights} >= {w.path for w in encoder.pooler.weights}  # still saved and loaded
+    pooler = [w.numpy() for w in encoder.pooler.weights]
     assert encoder.pooler.trainable  # the shared encoder itself is unchanged
     ids = np.random.default_rng(0).integers(5, len(VOCAB), (4, 12)).astype("int32")
     x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
@@ -66,6 +65,9 @@ def test_heads_without_the_pooler_neither_train_nor_lose_it(parts, model_class):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "Gradients do not exist for variables ['pooler/...']"
         model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+    assert int(model.optimizer.iterations) == 1  # the default AdamW took a step ...
+    for before, after in zip(pooler, encoder.pooler.weights):
+        np.testing.assert_array_equal(after.numpy(), before)  # ... and left the pooler as it was (no decay)
 
 
 def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offsets(parts):
@@ -83,6 +85,13 @@ def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offs
     (entities,) = tagger.predict_entities([text])
     assert [(e["entity"], e["start"], e["end"], e["text"]) for e in entities] == [("PER", 2, 30, text[2:30])]  # "Paris." is one word
     assert entities[0]["score"] == pytest.approx(1.0)
+    # The same head with a softmax output: probabilities from predict, the same entities.
+    softmax = BertTokenClassifier(encoder, num_classes=len(CONLL2003_TAGS), label_names=CONLL2003_TAGS,
+                                  preprocessor=preprocessor, activation="softmax")
+    softmax.classifier.set_weights(tagger.classifier.get_weights())
+    ids = preprocessor(tf.constant([text]))
+    np.testing.assert_allclose(softmax.predict(ids, verbose=0), tf.nn.softmax(tagger.predict(ids, verbose=0)), atol=1e-6)
+    assert softmax.predict_entities([text]) == [entities]
     with pytest.raises(ValueError, match=r"y\[0\] has 1 tags for the 2 words of x\[0\]"):
         tagger.fit(["Angela Merkel"], [["I-PER"]], verbose=0)
 
@@ -97,6 +106,7 @@ def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
     assert features.shape == (2, 24, encoder.config.hidden_size)
     ids = preprocessor(tf.constant(texts))
     np.testing.assert_allclose(features, extractor.predict(ids, verbose=0), atol=1e-6)  # same graph, float32
+    np.testing.assert_allclose(features, extractor(ids), atol=1e-6)
 
 
 def test_span_labeler_fits_question_context_strings_with_squad_answers(parts):

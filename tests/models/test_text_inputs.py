@@ -12,7 +12,7 @@ import tensorflow as tf
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite.models.text_inputs import is_text_input, text_dataset
+from keras_bert_lite.models.text_inputs import holds_text, text_dataset
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 TEXTS = ["A warm, funny film.", "Dull.", "Café crème, naïvely priced!", "The cast is superb and the plot is tight."]
@@ -55,7 +55,7 @@ def _column(dataset, name="a"):
          "batched_dataset"],
 )
 def test_single_texts_from_every_container(x):
-    assert is_text_input(x)
+    assert holds_text(x)
     batches = _batches(text_dataset(x, preprocessor=_raw, batch_size=3))
     assert [len(b["a"]) for b in batches] == [3, 1] and set(batches[0]) == {"a"}
     assert [t.decode() for b in batches for t in b["a"]] == TEXTS
@@ -74,7 +74,7 @@ def test_single_texts_from_every_container(x):
     ids=["column_pair", "mixed_columns", "rows", "numpy_rows", "tensor_rows", "dataset"],
 )
 def test_text_pairs_from_every_container(x):
-    assert is_text_input(x)
+    assert holds_text(x)
     dataset = text_dataset(x, preprocessor=_raw, batch_size=3)
     assert _column(dataset, "a") == TEXTS and _column(dataset, "b") == SECOND
 
@@ -173,9 +173,21 @@ def test_more_bad_input():
         text_dataset(tf.data.Dataset.from_tensor_slices(TEXTS), [1, 0, 1, 0], preprocessor=_raw)
 
 
-def test_is_text_input_tells_text_from_features():
-    assert not is_text_input({"input_word_ids": np.zeros((1, 4), "int32")})
-    assert not is_text_input(np.zeros((2, 4), "int32"))
-    assert not is_text_input(tf.data.Dataset.from_tensor_slices({"input_word_ids": np.zeros((2, 4), "int32")}))
-    assert not is_text_input(None) and not is_text_input([])
-    assert is_text_input(b"bytes") and is_text_input([["a", "b"]])
+def test_holds_text_tells_text_from_features():
+    assert not holds_text({"input_word_ids": np.zeros((1, 4), "int32")})
+    assert not holds_text(np.zeros((2, 4), "int32"))
+    assert not holds_text(tf.data.Dataset.from_tensor_slices({"input_word_ids": np.zeros((2, 4), "int32")}))
+    assert not holds_text(None) and not holds_text([])
+    assert holds_text(b"bytes") and holds_text([["a", "b"]])
+    # The rule is the dtype of all of x, not its first element: a gap before the text is still text
+    # (which text_dataset then refuses, naming x[0]); labelled datasets are text by their strings.
+    assert holds_text(np.array([None, "late text"], dtype=object)) and holds_text([0, "a"])
+    assert holds_text(tf.data.Dataset.from_tensor_slices((["a", "b"], [0, 1])))
+    assert not holds_text(tf.data.Dataset.from_tensor_slices(([[1, 2]], [1])))
+
+
+def test_without_a_preprocessor_the_batches_hold_the_text():
+    ((text, labels),) = list(text_dataset(TEXTS[:2], [0, 1], batch_size=2).as_numpy_iterator())
+    assert [t.decode() for t in text] == list(TEXTS[:2]) and labels.tolist() == [0, 1]
+    ((pair,),) = list(text_dataset((TEXTS[:1], SECOND[:1])).as_numpy_iterator())
+    assert [column[0].decode() for column in pair] == [TEXTS[0], SECOND[0]]
