@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lite.models import text_inputs
+from keras_bert_lite.models.checkpoint_folder import from_checkpoint
 from keras_bert_lite.models.rebuild import RebuiltModel
 from keras_bert_lite.models.saving import save_model
 from keras_bert_lite.models.text_inputs import holds_text
@@ -136,8 +137,6 @@ class TextTaskModel(EncoderTaskModel):
         Raises:
             FileNotFoundError, ValueError: see `keras_bert_lite.models.checkpoint_folder.from_checkpoint`.
         """
-        from keras_bert_lite.models.checkpoint_folder import from_checkpoint  # checkpoints import the models
-
         encoder, preprocessor = from_checkpoint(path, seq_length, lower_case, vocab_file)
         return cls(encoder, preprocessor=preprocessor, **kwargs)
 
