@@ -78,7 +78,8 @@ def export_saved_model(
     |-----------------------|-------------------------------|------------------------------------------|
     | `BertClassifier`      | `text` (or `text_a`, `text_b` | `logits` [B, C], `probabilities` [B, C], |
     |                       | with `text_pair=True`) [B]    | `label_ids` int32 [B], `labels` [B];     |
-    |                       |                               | regression: `predictions` float32 [B]    |
+    |                       |                               | regression: `predictions` float32 [B];   |
+    |                       |                               | no `logits` with activation="softmax"    |
     | `BertSpanLabeler`     | `question`, `context` [B]     | `answer_text` [B], `answer_start`,       |
     |                       |                               | `answer_end` (characters in context, end |
     |                       |                               | exclusive, -1 for no answer) int32 [B],  |
@@ -148,16 +149,14 @@ def _classifier_endpoint(model: BertClassifier, preprocessor, labels, text_pair:
     names = None if model.num_classes == 1 else _label_table(labels, model.num_classes)
 
     def outputs(texts):
-        logits = model(_without_shared_padding(preprocessor(texts)), training=False)
+        scores = model(_without_shared_padding(preprocessor(texts)), training=False)
         if names is None:
-            return {"predictions": logits[:, 0]}
-        label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {
-            "logits": logits,
-            "probabilities": tf.nn.softmax(logits, axis=-1),
-            "label_ids": label_ids,
-            "labels": tf.gather(names, label_ids),
-        }
+            return {"predictions": scores[:, 0]}
+        label_ids = tf.argmax(scores, axis=-1, output_type=tf.int32)
+        served = {"label_ids": label_ids, "labels": tf.gather(names, label_ids)}
+        if model.activation == "softmax":  # the model's outputs are already probabilities
+            return dict(served, probabilities=scores)
+        return dict(served, logits=scores, probabilities=tf.nn.softmax(scores, axis=-1))
 
     if text_pair:
         return (lambda text_a, text_b: outputs((text_a, text_b))), [_STRINGS, _STRINGS]

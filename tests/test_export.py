@@ -133,6 +133,18 @@ def test_classifier_serves_probabilities_and_labels(exported):
     assert [x.decode() for x in served["classifier/labels"]] == [LABELS[i] for i in ids]
 
 
+def test_softmax_classifier_serves_its_probabilities_once(tmp_path, exported):
+    _, preprocessor, encoder, _, _, _ = exported
+    model = BertClassifier(encoder, num_classes=3, activation="softmax")
+    export_saved_model(model, preprocessor, tmp_path / "softmax", labels=LABELS)
+    served = tf.saved_model.load(str(tmp_path / "softmax")).signatures["serving_default"](text=tf.constant(TEXT_A))
+    assert "logits" not in served  # the model's outputs are probabilities; no softmax of them
+    probabilities = model(preprocessor(tf.constant(TEXT_A)), training=False)
+    np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
+    np.testing.assert_allclose(tf.reduce_sum(served["probabilities"], axis=-1), 1.0, atol=1e-5)
+    assert served["label_ids"].numpy().tolist() == np.argmax(probabilities, axis=-1).tolist()
+
+
 @pytest.mark.parametrize("name", ["qa", "qa_v2"])
 def test_span_labeler_answers_as_evaluation_does(exported, name):
     """Served answers equal predict_answers on the same model: short and long contexts, v1.1 and v2.0."""
