@@ -359,7 +359,7 @@ def check_input_files(train_files: str, vocab_size: int) -> None:
         check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
     except ValueError as e:
         source = "--input_files" if FLAGS.input_files else "the main job's data"
-        raise ValueError(f"{e} ({source} read with --max_seq_length={FLAGS.max_seq_length}, "
+        raise ValueError(f"{source}: {e} (read with --max_seq_length={FLAGS.max_seq_length}, "
                          f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} and a vocabulary of "
                          f"{vocab_size} tokens)") from None
 

@@ -79,8 +79,8 @@ def test_bad_input_is_one_line_naming_the_flag_and_leaves_nothing_behind(real_vo
     vocab = f"--vocab_file={real_vocab_file}"
     cases = {
         (f"--input_file={tmp_path / 'nothing-*.txt'}", output, vocab):
-            rf"^Input pattern '.*nothing-\*\.txt' matches no file\.$",
-        (f"--input_file={tmp_path / 'inputs'}", output, vocab): r"inputs.* (is a folder|Is a directory)",
+            r"^Input pattern '.*nothing-\*\.txt' matches no file\.$",
+        (f"--input_file={tmp_path / 'inputs'}", output, vocab): r"^--input_file: .*/inputs is a folder, expected text files",
         (f"--input_file={tmp_path / 'latin1.txt'}", output, vocab): r"latin1\.txt.*(UTF-8|utf-8)",
         ("--builtin_corpus", output, f"--vocab_file={tmp_path / 'no_vocab.txt'}"):
             r"^--vocab_file: .*not found: .*no_vocab\.txt\.$",
