@@ -16,6 +16,7 @@ import sys
 import types
 
 from absl import flags
+from absl import logging as absl_logging
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -36,14 +37,13 @@ def load_script(path: os.PathLike) -> types.ModuleType:
     sources = path.read_text()
     if path.parent.name == "examples":
         sources += (path.parent / "common.py").read_text()
-    for name in _LOADED_FLAGS | set(re.findall(r'DEFINE_\w+\(\s*"(\w+)"', sources)):
+    _LOADED_FLAGS.update(re.findall(r'DEFINE_\w+\(\s*"(\w+)"', sources))
+    for name in _LOADED_FLAGS:
         if name in flags.FLAGS:
             delattr(flags.FLAGS, name)
-    before = set(flags.FLAGS)
     spec = importlib.util.spec_from_file_location(f"{path.stem}_script", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _LOADED_FLAGS.update(set(flags.FLAGS) - before)
     return module
 
 
@@ -56,6 +56,8 @@ def run_script(path: os.PathLike, capfd, *argv: str) -> tuple[int, str, str]:
     handler.emit = lambda record: messages.append(record.getMessage() + "\n")
     logging.getLogger("absl").addHandler(handler)
     capfd.readouterr()
+    # absl's handler writes to the stream it was given first, possibly one an earlier test's capture closed.
+    absl_logging.get_absl_handler().python_handler.stream = sys.stderr
     try:
         module.run([str(path), *map(str, argv)])
         code = 0
