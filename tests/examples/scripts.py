@@ -42,7 +42,7 @@ def load_script(path: os.PathLike) -> types.ModuleType:
         if name in flags.FLAGS:
             delattr(flags.FLAGS, name)
     spec = importlib.util.spec_from_file_location(f"{path.stem}_script", path)
-    module = importlib.util.module_from_spec(spec)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # as an import would (dataclasses)
     spec.loader.exec_module(module)
     return module
 
