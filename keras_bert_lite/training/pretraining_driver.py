@@ -128,8 +128,8 @@ def run_pretraining(
         bar.update(start)
     step, last_checkpoint, durations, stats = start, checkpoints.latest, [], {}
     evaluations_file = os.path.join(model_dir, EVALUATIONS_FILE)
-    evaluations = [e for e in _read_evaluations(evaluations_file)
-                   if e["step"] < start or e["step"] == start < num_train_steps]
+    evaluations = [e for e in _read_evaluations(evaluations_file) if evaluate_fn is not None
+                   and (e["step"] < start or e["step"] == start < num_train_steps)]
 
     def evaluate() -> None:
         results = evaluate_fn(step)
