@@ -29,6 +29,7 @@ _set_tensorflow_environment()
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import keras  # noqa: E402
@@ -351,13 +352,27 @@ def write_json(path: str, value) -> None:
     logging.info("Wrote %s", path)
 
 
-def run(main: Callable) -> None:
-    """`app.run(main)`, turning bad input (ValueError, FileNotFoundError) into one error line."""
+def run(main: Callable, argv: list[str] | None = None) -> None:
+    """Parses the flags of `argv` (default: `sys.argv`) and runs `main`, always ending in `SystemExit`.
 
-    def guarded(argv):
+    Bad input (a flag, or a file that is missing, unreadable or malformed) ends the run with one
+    line `<script>.py: error: <what, naming the flag or file>` on stderr and exit code 1. The
+    scripts read and check every input before they create --output_dir, so such a run leaves the
+    file system as it found it.
+    """
+    program = os.path.basename(main.__code__.co_filename)
+
+    def fail(message: str) -> None:
+        print(f"{program}: error: {message}", file=sys.stderr)
+        sys.exit(1)
+
+    def parse_flags(args: list[str]) -> list[str]:
         try:
-            main(argv)
-        except (ValueError, FileNotFoundError) as e:
-            raise SystemExit(f"Error: {e}") from None
+            return FLAGS(args)
+        except flags.Error as e:
+            fail(str(e))
 
-    app.run(guarded)
+    try:
+        app.run(main, argv=argv, flags_parser=parse_flags)
+    except (ValueError, OSError, tf.errors.OpError) as e:
+        fail(e.message if isinstance(e, tf.errors.OpError) else str(e))

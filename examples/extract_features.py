@@ -15,6 +15,7 @@ JSON object per line in the original BERT layout:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -126,5 +127,7 @@ def main(argv):
     logging.info("Wrote features of %d texts to %s", len(texts), FLAGS.output_file)
 
 
+run = functools.partial(common.run, main)
+
 if __name__ == "__main__":
-    common.run(main)
+    run()

@@ -12,6 +12,7 @@ resumes from `backup/`. --max_steps=20 makes a smoke run.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import common
@@ -42,7 +43,8 @@ def _texts(data: ClassificationData):
 
 
 def predict(model: keras.Model, data: ClassificationData, preprocessor) -> np.ndarray:
-    """Logits [N, num_classes] for `data`, in order."""
+    """Scores [N, num_classes] for `data`, in order: logits or probabilities, whichever `predict`
+    returns (only their argmax is used), or the regression value [N, 1]."""
     return model.predict(text_dataset(_texts(data), preprocessor=preprocessor, batch_size=FLAGS.eval_batch_size),
                          verbose=0)
 
@@ -60,10 +62,11 @@ def main(argv):
     del argv
     task = get_glue_task(FLAGS.task_name)
     label_names = _label_names(task)
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
     train = read_glue_tsv(os.path.join(FLAGS.data_dir, "train.tsv"), task, "train", FLAGS.on_error)
     dev = read_glue_tsv(os.path.join(FLAGS.data_dir, task.dev_file), task, "dev", FLAGS.on_error)
+    test = read_glue_tsv(os.path.join(FLAGS.data_dir, task.test_file), task, "test", FLAGS.on_error) \
+        if FLAGS.do_predict else None
     logging.info("%s: %d training and %d dev examples", task.name, len(train), len(dev))
 
     encoder, preprocessor = common.load_encoder()
@@ -90,6 +93,7 @@ def main(argv):
     def evaluate():
         return glue_metrics(task, dev.labels, to_predictions(predict(model, dev, preprocessor)))
 
+    os.makedirs(FLAGS.output_dir, exist_ok=True)  # every input has been read and checked
     keep_best = common.fine_tune(model, train_batches, evaluate, task.metric_names[0])
 
     model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
@@ -98,8 +102,7 @@ def main(argv):
     common.write_json(os.path.join(FLAGS.output_dir, "eval_results.json"),
                       {"best": results, "epochs": keep_best.history})
     _write_predictions(os.path.join(FLAGS.output_dir, "dev_predictions.tsv"), dev, logits, label_names)
-    if FLAGS.do_predict:
-        test = read_glue_tsv(os.path.join(FLAGS.data_dir, task.test_file), task, "test", FLAGS.on_error)
+    if test is not None:
         _write_predictions(os.path.join(FLAGS.output_dir, "test_results.tsv"), test,
                            predict(model, test, preprocessor), None if task.is_regression else list(task.labels))
     if FLAGS.export_dir:
@@ -126,5 +129,7 @@ def _write_predictions(path: str, data: ClassificationData, logits: np.ndarray, 
     logging.info("Wrote %s", path)
 
 
+run = functools.partial(common.run, main)
+
 if __name__ == "__main__":
-    common.run(main)
+    run()

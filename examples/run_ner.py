@@ -12,6 +12,7 @@ written. TensorBoard logs go to `logs/`; rerunning the same command after a kill
 
 from __future__ import annotations
 
+import functools
 import os
 
 import common
@@ -44,7 +45,6 @@ flags.adopt_module_key_flags(common)
 
 def main(argv):
     del argv
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
     tags = list(FLAGS.tags)
     train = read_conll(FLAGS.train_file, tags=tags, on_error=FLAGS.on_error)
@@ -75,6 +75,7 @@ def main(argv):
     def train_batches():
         return ner_dataset(train, preprocessor, tags, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
 
+    os.makedirs(FLAGS.output_dir, exist_ok=True)  # every input has been read and checked
     keep_best = common.fine_tune(model, train_batches, evaluate, "f1")
 
     model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
@@ -97,5 +98,7 @@ def _write_predictions(path: str, sentences: list[TaggedSentence], predictions: 
     logging.info("Wrote %s", path)
 
 
+run = functools.partial(common.run, main)
+
 if __name__ == "__main__":
-    common.run(main)
+    run()

@@ -14,6 +14,7 @@ context) strings with the same windows and span scoring as the evaluation.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import common
@@ -64,7 +65,6 @@ def answers_for(model: keras.Model, examples: list[SquadExample], features: Squa
 
 def main(argv):
     del argv
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
     train = read_squad(FLAGS.train_file, is_training=True, on_error=FLAGS.on_error, progress=True)
     dev = read_squad(FLAGS.predict_file, is_training=False, on_error=FLAGS.on_error, progress=True)
@@ -83,6 +83,7 @@ def main(argv):
     def train_batches():
         return squad_dataset(train_features, FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
 
+    os.makedirs(FLAGS.output_dir, exist_ok=True)  # every input has been read and checked
     keep_best = common.fine_tune(model, train_batches, evaluate, "f1")
 
     model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
@@ -104,5 +105,7 @@ def main(argv):
     logging.info("Best dev results: %s", results)
 
 
+run = functools.partial(common.run, main)
+
 if __name__ == "__main__":
-    common.run(main)
+    run()

@@ -12,7 +12,8 @@ Outputs (--output_format, or `keras` for a path ending in `.keras`), complete fo
   keras:  a `.keras` file (the model only).
 The vocabulary comes from the input folder or --vocab_file; its casing from the input
 (`tokenizer_config.json`, a Google folder's name, else the vocabulary) or --do_lower_case.
-Everything is checked before the weights are read, and every file is written atomically.
+Everything is checked before the weights are read, and every file is written atomically: bad
+input is one line `convert_checkpoint.py: error: ...` (exit code 1) and writes nothing.
 
 Usage:
 
@@ -24,21 +25,39 @@ Usage:
 
 from __future__ import annotations
 
+import script_runner  # first: it sets what TensorFlow reads when it loads  # isort: skip
+
 import dataclasses
 import os
-import sys
-from typing import TYPE_CHECKING
 
-from absl import app, flags, logging
+import keras
+import tensorflow as tf
+from absl import flags, logging
+from tqdm import tqdm
 
-if TYPE_CHECKING:
-    import keras
-
-    from keras_bert_lite.config import BertConfig
-    from keras_bert_lite.interop.release import FolderVocabulary
-
-# TensorFlow, Keras and keras_bert_lite are imported by the functions that use them, after the
-# flags are parsed: --help and flag errors answer at once instead of after loading TensorFlow.
+from keras_bert_lite.atomic import atomic_write
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.interop import (
+    CheckpointMismatchError,
+    load_google_checkpoint,
+    load_hf_checkpoint,
+    read_hf_config,
+    read_hf_lower_case,
+    resolve_checkpoint_prefix,
+    save_google_checkpoint,
+    save_hf_checkpoint,
+)
+from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
+from keras_bert_lite.interop.release import (
+    VOCAB_NAME,
+    FolderVocabulary,
+    lower_case_for_folder,
+    model_config,
+    resolve_vocabulary,
+)
+from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.models.release_folders import build_model
+from keras_bert_lite.text import load_vocabulary
 
 FLAGS = flags.FLAGS
 
@@ -61,14 +80,13 @@ flags.DEFINE_bool(
     "Whether the vocabulary is uncased, for the output's tokenizer (default: the input's, from its "
     "tokenizer_config.json or Google folder name; else inferred from the vocabulary's tokens).",
 )
+flags.mark_flags_as_required(["input", "output"])
 flags.DEFINE_bool(
     "approximate_gelu", False,
     "For --output_format=google: write a model with the exact (erf) GELU, as Hugging Face models have, "
     "with the original code's tanh GELU instead. Outputs change slightly (see the README); without "
     "this flag such a model is refused.",
 )
-
-PROGRAM = "convert_checkpoint"
 
 
 @dataclasses.dataclass
@@ -95,7 +113,6 @@ class Source:
 
 def detect_input_format(path: str) -> str:
     """google, hf or keras from the files at `path`."""
-    import tensorflow as tf
 
     if path.endswith(".keras"):
         return "keras"
@@ -117,10 +134,6 @@ def _existing(path: str) -> str | None:
 
 
 def _keras_model(path: str) -> keras.Model:
-    import keras
-
-    from keras_bert_lite.models import BertEncoder, BertPretrainer
-
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--input {path}: file not found.")
     try:
@@ -138,11 +151,6 @@ def _keras_model(path: str) -> keras.Model:
 
 def read_source(path: str, fmt: str) -> Source:
     """The config, vocabulary and casing of --input; for a .keras file, its model."""
-    from keras_bert_lite.config import BertConfig
-    from keras_bert_lite.interop import read_hf_config, read_hf_lower_case, resolve_checkpoint_prefix
-    from keras_bert_lite.interop.release import VOCAB_NAME, lower_case_for_folder, model_config
-    from keras_bert_lite.text import load_vocabulary
-
     if fmt == "keras":
         model = _keras_model(path)
         return Source("keras", path, model_config(model), model=model)
@@ -163,8 +171,6 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
     Returns:
         The vocabulary to write (None for a .keras output).
     """
-    from keras_bert_lite.interop.release import VOCAB_NAME, resolve_vocabulary
-
     if fmt == "keras":
         if not path.endswith(".keras"):
             raise ValueError(f"--output {path}: a .keras output must end with '.keras'.")
@@ -193,8 +199,6 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
 
 
 def _load(model: keras.Model, loader, path: str, head_prefixes: tuple[str, ...]) -> None:
-    from keras_bert_lite.models import BertEncoder
-
     report = loader(model, path, strict=False)
     if FLAGS.strict:
         report.raise_for_problems(allowed_unexpected=head_prefixes if isinstance(model, BertEncoder) else ())
@@ -203,10 +207,6 @@ def _load(model: keras.Model, loader, path: str, head_prefixes: tuple[str, ...])
 
 def read_model(source: Source) -> keras.Model:
     """The model held by `source`, with its weights."""
-    from keras_bert_lite.interop import load_google_checkpoint, load_hf_checkpoint
-    from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
-    from keras_bert_lite.models.release_folders import build_model
-
     if source.model is not None:
         return source.model
     model = build_model(source.config, FLAGS.model or "encoder")
@@ -219,10 +219,6 @@ def read_model(source: Source) -> keras.Model:
 
 def write_model(model: keras.Model, vocab: FolderVocabulary | None, path: str, fmt: str) -> list[str]:
     """Writes `model` (and `vocab`) to `path` in format `fmt`; returns the files written."""
-    from keras_bert_lite.atomic import atomic_write
-    from keras_bert_lite.interop import save_google_checkpoint, save_hf_checkpoint
-    from keras_bert_lite.interop.release import VOCAB_NAME
-
     if fmt == "keras":
         # Keras names its format by the suffix, so the temporary name keeps it.
         with atomic_write(path[: -len(".keras")], suffixes=(".keras",)) as (temporary,):
@@ -240,9 +236,6 @@ def write_model(model: keras.Model, vocab: FolderVocabulary | None, path: str, f
 
 
 def convert() -> None:
-    import tensorflow as tf
-    from tqdm import tqdm
-
     output_format = FLAGS.output_format or ("keras" if FLAGS.output.endswith(".keras") else None)
     if output_format is None:
         raise ValueError(f"--output {FLAGS.output}: give --output_format (google, hf or keras).")
@@ -267,30 +260,25 @@ def convert() -> None:
     )
 
 
-def parse_flags(argv: list[str]) -> list[str]:
-    """absl's flag parsing, with a bad or missing flag reported as one error line."""
-    try:
-        return FLAGS(argv)
-    except flags.Error as e:
-        sys.exit(f"{PROGRAM}: error: {e}")
+def describe_error(error: BaseException) -> str:
+    """One line for an error; a checkpoint that does not fit names its problems."""
+    if isinstance(error, CheckpointMismatchError):
+        return (f"{error.report.source} does not match the model: {'; '.join(error.problems)}. "
+                "Pass --nostrict to convert what fits.")
+    return script_runner.first_line(error)
 
 
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
-        sys.exit(f"{PROGRAM}: error: unexpected arguments: {' '.join(argv[1:])} (flags are --name=value).")
-    import tensorflow as tf
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value).")
+    convert()
 
-    from keras_bert_lite.interop import CheckpointMismatchError
 
-    try:
-        convert()
-    except CheckpointMismatchError as e:
-        sys.exit(f"{PROGRAM}: error: {e.report.source} does not match the model: {'; '.join(e.problems)}. "
-                 "Pass --nostrict to convert what fits.")
-    except (ValueError, TypeError, OSError, tf.errors.OpError) as e:
-        sys.exit(f"{PROGRAM}: error: {e}")
+def run(argv: list[str] | None = None) -> None:
+    """Parses the flags of `argv` (default: `sys.argv`) and runs `main`; bad input ends the process
+    with one line `convert_checkpoint.py: error: ...` and exit code 1 (`script_runner.run`)."""
+    script_runner.run(main, argv, describe_error)
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input", "output"])
-    app.run(main, flags_parser=parse_flags)
+    run()

@@ -14,21 +14,27 @@ Usage:
 
     python tpu/create_pretraining_data.py --builtin_corpus --output_file=data/docs.tfrecord \\
         --vocab_file=vocab.txt --max_documents=50
+
+The first writes `data/train.tfrecord-00000-of-00004` ... `-00003-of-00004` (read them back with
+`--input_files='data/train.tfrecord-*'`), the second `data/docs.tfrecord`. Every flag and input is
+checked before the corpus is read and anything is written: bad input is one line
+`create_pretraining_data.py: error: ...` (exit code 1), and a run that fails leaves no file or
+folder behind.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
+import script_runner  # first: it sets what TensorFlow reads when it loads  # isort: skip
 
-importlib.import_module("keras_bert_lite.tf_startup")  # before TensorFlow: no GPU probe without an NVIDIA driver
+import os
 
-import tensorflow as tf  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
+import tensorflow as tf
+from absl import flags, logging
 
-from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents  # noqa: E402
-from keras_bert_lite.data.pretraining.writer import check_output_files, create_pretraining_data  # noqa: E402
-from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
+from keras_bert_lite.data import builtin_documents, create_pretraining_data, read_documents, tfds_documents
+from keras_bert_lite.data.corpora import expand_file_patterns
+from keras_bert_lite.data.pretraining.writer import check_output_files
+from keras_bert_lite.text.tokenizer import load_vocabulary
 
 FLAGS = flags.FLAGS
 
@@ -54,6 +60,7 @@ flags.DEFINE_integer(
     "num_shards", 1, "With a single --output_file, write this many shards named <output_file>-NNNNN-of-NNNNN."
 )
 flags.DEFINE_integer("max_documents", 0, "Use only the first N documents of the corpus (0: all).")
+flags.mark_flags_as_required(["output_file", "vocab_file"])
 
 
 def output_files(output_file: str, num_shards: int) -> list[str]:
@@ -88,9 +95,6 @@ def check_vocab_file(path: str) -> None:
 
 def load_corpus() -> list[list[str]]:
     """The documents selected by the corpus flags."""
-    sources = [bool(FLAGS.input_file), FLAGS.builtin_corpus, bool(FLAGS.tfds_name)]
-    if sum(sources) != 1:
-        raise ValueError("Give exactly one corpus: --input_file, --builtin_corpus or --tfds_name.")
     if FLAGS.input_file:
         documents = read_documents(FLAGS.input_file)
     elif FLAGS.builtin_corpus:
@@ -104,11 +108,30 @@ def load_corpus() -> list[list[str]]:
     return documents
 
 
+def missing_folders(paths: list[str]) -> list[str]:
+    """The folders that writing `paths` would create, deepest first."""
+    missing = set()
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder and not tf.io.gfile.exists(folder):
+            missing.add(folder)
+            folder = os.path.dirname(folder)
+    return sorted(missing, key=len, reverse=True)
+
+
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value).")
+    if [bool(FLAGS.input_file), FLAGS.builtin_corpus, bool(FLAGS.tfds_name)].count(True) != 1:
+        raise ValueError("Give exactly one corpus: --input_file, --builtin_corpus or --tfds_name.")
+    check_vocab_file(FLAGS.vocab_file)
+    # Each pattern must match files (expand_file_patterns names one that matches nothing).
+    for path in expand_file_patterns(FLAGS.input_file) if FLAGS.input_file else ():
+        if tf.io.gfile.isdir(path):
+            raise ValueError(f"--input_file: {path} is a folder, expected text files (one sentence per line).")
+    paths = [p.strip() for p in FLAGS.output_file.split(",") if p.strip()]
+    created = missing_folders(paths if FLAGS.num_shards == 1 else paths[:1])
     try:
-        check_vocab_file(FLAGS.vocab_file)
         paths = output_files(FLAGS.output_file, FLAGS.num_shards)
         documents = load_corpus()
         logging.info("Corpus: %d documents, %d sentences.", len(documents), sum(len(d) for d in documents))
@@ -126,8 +149,11 @@ def main(argv: list[str]) -> None:
             seed=FLAGS.random_seed,
             progress=True,
         )
-    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as e:
-        sys.exit(f"create_pretraining_data: error: {e}")
+    except BaseException:
+        for folder in created:  # the output check made them; a failed run leaves none behind
+            if tf.io.gfile.isdir(folder) and not tf.io.gfile.listdir(folder):
+                tf.io.gfile.rmtree(folder)
+        raise
     logging.info(
         "Wrote %d examples (%d random next, %d masked) to %d file(s); documents: %d used, %d skipped.",
         stats.examples,
@@ -139,6 +165,11 @@ def main(argv: list[str]) -> None:
     )
 
 
+def run(argv: list[str] | None = None) -> None:
+    """Parses the flags of `argv` (default: `sys.argv`) and runs `main`; bad input ends the process
+    with one line `create_pretraining_data.py: error: ...` and exit code 1 (`script_runner.run`)."""
+    script_runner.run(main, argv)
+
+
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["output_file", "vocab_file"])
-    app.run(main)
+    run()

@@ -8,14 +8,17 @@ is built; bad input stops the run with one line naming the flag or file.
 
 With --input_files the script trains on your pre-training TFRecords (the original BERT format,
 as `tpu/create_pretraining_data.py` writes them). Without, it runs the main job: it builds the
-data from the built-in corpus (`keras_bert_lite.training.demo_data`), pre-trains on it, and
+data from the built-in corpus (`main_job_data.py`, next to this script), pre-trains on it, and
 reports held-out masked-LM and next-sentence accuracy against baselines with the top predictions
-for a few masked words (`keras_bert_lite.training.demo_evaluation`). The defaults are the main
-job's; set --max_seq_length, --learning_rate and the step counts for your own data and model.
+for a few masked words (`main_job_report.py`). The defaults are the main job's; set
+--max_seq_length, --learning_rate and the step counts for your own data and model.
 
+Every input (flags, files) is checked before anything is written: a run that fails on bad input
+leaves --output_dir as it was, and prints one line `pretrain.py: error: ...` (exit code 1).
 Everything is written under --output_dir: checkpoints/, summaries/ (TensorBoard: train and
-eval), pretrainer.keras, encoder.keras, bert_config.json, vocab.txt and metrics.json (and
-data/ for the main job).
+eval), pretrainer.keras, encoder.keras, bert_config.json, vocab.txt and metrics.json (for the
+main job also data/, evaluations.json and tokenizer_config.json). Rerunning a finished command
+prints its report again; rerunning it after a kill at any moment resumes and finishes.
 
 Usage:
 
@@ -32,32 +35,25 @@ Usage:
 
 from __future__ import annotations
 
-import importlib
+import script_runner  # first: it sets what TensorFlow reads when it loads  # isort: skip
+
+import json
 import os
+import re
 
-# Before TensorFlow is imported: oneDNN kernels on (TensorFlow leaves them off on some CPUs), and
-# no GPU probe (and its cuInit error line) on a machine without an NVIDIA driver.
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-importlib.import_module("keras_bert_lite.tf_startup")
+import keras
+import main_job_data
+import main_job_report
+import tensorflow as tf
+from absl import flags, logging
 
-import json  # noqa: E402
-import re  # noqa: E402
-import sys  # noqa: E402
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
-
-from keras_bert_lite.atomic import write_text_atomically  # noqa: E402
-from keras_bert_lite.config import PRESETS, BertConfig  # noqa: E402
-from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, expand_file_patterns  # noqa: E402
-from keras_bert_lite.data.pretraining.files import check_pretraining_files  # noqa: E402
-from keras_bert_lite.data.pretraining.reader import pretraining_dataset  # noqa: E402
-from keras_bert_lite.models import BertEncoder, BertPretrainer  # noqa: E402
-from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
-from keras_bert_lite.training import demo_data, demo_evaluation  # noqa: E402
-from keras_bert_lite.training.distribute import (  # noqa: E402
+from keras_bert_lite.atomic import write_text_atomically
+from keras_bert_lite.config import PRESETS, BertConfig
+from keras_bert_lite.data import check_pretraining_files, pretraining_dataset
+from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, expand_file_patterns
+from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.text.tokenizer import load_vocabulary
+from keras_bert_lite.training.distribute import (
     JIT_SETTINGS,
     PRECISIONS,
     STRATEGIES,
@@ -65,12 +61,18 @@ from keras_bert_lite.training.distribute import (  # noqa: E402
     precision_policy,
     use_jit_compile,
 )
-from keras_bert_lite.training.optimization import OPTIMIZER_TYPES, create_optimizer  # noqa: E402
-from keras_bert_lite.training.pretraining_driver import CHECKPOINT_SUBDIR, run_pretraining  # noqa: E402
-from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E402
-from keras_bert_lite.training.run_checkpoints import export_pretrained, restore_model_weights  # noqa: E402
+from keras_bert_lite.training.optimization import OPTIMIZER_TYPES, create_optimizer
+from keras_bert_lite.training.pretraining_driver import CHECKPOINT_SUBDIR, run_pretraining
+from keras_bert_lite.training.pretraining_loop import PretrainingLoop
+from keras_bert_lite.training.run_checkpoints import (
+    checkpoint_source,
+    export_pretrained,
+    restore_model_weights,
+)
 
 FLAGS = flags.FLAGS
+METRICS_FILE = "metrics.json"
+_EARLIER_FLAGS = frozenset(FLAGS)  # this script's own flags are those defined below
 
 # Input.
 flags.DEFINE_string("input_files", None, "Pre-training TFRecords in the original BERT format: globs, "
@@ -135,6 +137,8 @@ _POSITIVE = ("train_batch_size", "num_train_steps", "learning_rate", "gradient_a
 _NOT_NEGATIVE = ("max_documents", "num_examples_to_show", "eval_every_steps")
 _BUILTIN_CORPUS_ONLY = ("corpus_packages", "max_documents", "vocab_size", "do_lower_case", "dupe_factor",
                         "num_examples_to_show", "eval_every_steps")
+
+OWN_FLAGS = sorted(frozenset(FLAGS) - _EARLIER_FLAGS)
 
 for _name in _POSITIVE:
     flags.register_validator(_name, lambda value: value > 0, f"--{_name} must be positive.")
@@ -229,10 +233,11 @@ def _device_problem(v: dict) -> str | None:
     return None
 
 
-def model_config(vocab_size: int) -> BertConfig:
-    """The model from --bert_config_file or --model, checked against the vocabulary and sequence length."""
-    if FLAGS.bert_config_file:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+def model_config(vocab_size: int, config_file: BertConfig | None) -> BertConfig:
+    """The model from --bert_config_file (`config_file`) or --model, checked against the vocabulary
+    and sequence length."""
+    if config_file is not None:
+        config = config_file
         if config.vocab_size < vocab_size:
             raise ValueError(f"--bert_config_file {FLAGS.bert_config_file}: vocab_size {config.vocab_size} "
                              f"is smaller than --vocab_file's {vocab_size} tokens.")
@@ -247,23 +252,32 @@ def model_config(vocab_size: int) -> BertConfig:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value).")
+    if report_finished_run():
+        return
     # The strategy comes first: multi-worker and TPU set-up must precede every other TF op.
     strategy = get_strategy(FLAGS.strategy, tpu_address=FLAGS.tpu, num_gpus=FLAGS.num_gpus,
                             all_reduce=FLAGS.all_reduce)
     if FLAGS.train_batch_size % (strategy.num_replicas_in_sync * FLAGS.gradient_accumulation_steps):
         raise ValueError(f"--train_batch_size={FLAGS.train_batch_size} must be a multiple of the "
                          f"{strategy.num_replicas_in_sync} replica(s) x --gradient_accumulation_steps.")
+    # Every input file is read before anything is written to --output_dir.
+    config_file = _read("--bert_config_file", BertConfig.from_json_file) if FLAGS.bert_config_file else None
+    vocab_size = len(_read("--vocab_file", load_vocabulary)) if FLAGS.vocab_file else None
+    init_checkpoint = None
+    if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(FLAGS.output_dir, CHECKPOINT_SUBDIR)):
+        init_checkpoint = _read("--init_checkpoint", checkpoint_source)
     data = None
     if FLAGS.input_files:
-        expand_file_patterns(FLAGS.input_files)  # fails now, naming the pattern, if one matches nothing
+        _read("--input_files", expand_file_patterns)  # fails now, naming the pattern, if one matches nothing
         vocab_file, train_files = FLAGS.vocab_file, FLAGS.input_files
+        check_input_files(train_files, model_config(vocab_size, config_file).vocab_size)
     else:
         data = build_main_job_data()
         vocab_file, train_files = data.vocab_file, data.train_files
-    config = model_config(len(load_vocabulary(vocab_file)))
-    check_input_files(train_files, config.vocab_size)
-    loop = build_loop(strategy, config)
+        vocab_size = len(load_vocabulary(vocab_file))
+    config = model_config(vocab_size, config_file)
+    loop = build_loop(strategy, config, init_checkpoint)
 
     def dataset_fn(context: tf.distribute.InputContext, start_step: int) -> tf.data.Dataset:
         return pretraining_dataset(
@@ -273,7 +287,7 @@ def main(argv):
         )
 
     def evaluate_fn(step: int) -> dict[str, float]:
-        return demo_evaluation.evaluate_heldout(loop, data.heldout_files, FLAGS.max_seq_length,
+        return main_job_report.evaluate_heldout(loop, data.heldout_files, FLAGS.max_seq_length,
                                                 FLAGS.max_predictions_per_seq)
 
     result = run_pretraining(
@@ -289,14 +303,49 @@ def main(argv):
     if chief:
         metrics["files"] = export_pretrained(loop.model, FLAGS.output_dir, vocab_file,
                                              do_lower_case=FLAGS.do_lower_case if data else None)
-        path = os.path.join(FLAGS.output_dir, "metrics.json")
+        metrics["flags"] = {name: FLAGS[name].value for name in OWN_FLAGS}
+        path = os.path.join(FLAGS.output_dir, METRICS_FILE)
         write_text_atomically(path, json.dumps(metrics, indent=2) + "\n")
         logging.info("Wrote %s.", path)
 
 
-def build_main_job_data() -> demo_data.DemoData:
+def _read(flag: str, reader):
+    """`reader(path)` of the file --flag names; a missing, unreadable or malformed file is one error
+    naming the flag."""
+    path = FLAGS[flag[2:]].value
+    try:
+        return reader(path)
+    except (OSError, ValueError, tf.errors.OpError) as e:
+        reason = e.message if isinstance(e, tf.errors.OpError) else str(e)
+        raise ValueError(f"{flag}: {reason}" if path in reason else f"{flag} {path}: {reason}") from None
+
+
+def report_finished_run() -> bool:
+    """Prints the report of --output_dir's metrics.json if it is this command's, finished; returns
+    whether it did (a rerun of a finished run then trains, evaluates and writes nothing)."""
+    path = os.path.join(FLAGS.output_dir, METRICS_FILE)
+    if not tf.io.gfile.exists(path):
+        return False
+    with tf.io.gfile.GFile(path) as f:
+        metrics = json.load(f)
+    if metrics.get("flags") != {name: FLAGS[name].value for name in OWN_FLAGS}:
+        return False
+    print(f"\n{FLAGS.output_dir} holds this command's finished run of {metrics['train']['step']} steps "
+          "(use another --output_dir to train again).")
+    if "heldout" in metrics:
+        print(f"\n{format_report(metrics)}\n")
+    return True
+
+
+def format_report(metrics: dict) -> str:
+    """The main job's printout from its metrics (`report`'s results)."""
+    return main_job_report.format_report(metrics["heldout"], metrics["baseline"], metrics["masked_examples"],
+                                         main_job_data.SHOWN_RULE, metrics["evaluations"])
+
+
+def build_main_job_data() -> main_job_data.DemoData:
     """The main job's vocabulary and TFRecords from the built-in corpus (reused when present)."""
-    return demo_data.build_demo_data(FLAGS.output_dir, demo_data.DemoDataSettings(
+    return main_job_data.build_demo_data(FLAGS.output_dir, main_job_data.DemoDataSettings(
         packages=tuple(FLAGS.corpus_packages), max_documents=FLAGS.max_documents, vocab_size=FLAGS.vocab_size,
         vocab_file=FLAGS.vocab_file, lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
@@ -310,13 +359,14 @@ def check_input_files(train_files: str, vocab_size: int) -> None:
         check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
     except ValueError as e:
         source = "--input_files" if FLAGS.input_files else "the main job's data"
-        raise ValueError(f"{e} ({source} read with --max_seq_length={FLAGS.max_seq_length}, "
+        raise ValueError(f"{source}: {e} (read with --max_seq_length={FLAGS.max_seq_length}, "
                          f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} and a vocabulary of "
                          f"{vocab_size} tokens)") from None
 
 
-def build_loop(strategy: tf.distribute.Strategy, config: BertConfig) -> PretrainingLoop:
-    """The pretrainer, BERT's optimizer (warmup, precision from the flags) and the loop, under `strategy`."""
+def build_loop(strategy: tf.distribute.Strategy, config: BertConfig, init_checkpoint: str | None) -> PretrainingLoop:
+    """The pretrainer (from `init_checkpoint` if given), BERT's optimizer (warmup, precision from the
+    flags) and the loop, under `strategy`."""
     policy = precision_policy(FLAGS.mixed_precision, strategy)
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
@@ -332,39 +382,37 @@ def build_loop(strategy: tf.distribute.Strategy, config: BertConfig) -> Pretrain
                                      optimizer_type=FLAGS.optimizer)
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(FLAGS.output_dir, CHECKPOINT_SUBDIR)):
-        kind = restore_model_weights(pretrainer, FLAGS.init_checkpoint)
-        logging.info("Initialised from %s (%s).", FLAGS.init_checkpoint, kind)
+    if init_checkpoint:
+        kind = _read("--init_checkpoint", lambda path: restore_model_weights(pretrainer, path))
+        logging.info("Initialised from %s (%s).", init_checkpoint, kind)
     return PretrainingLoop(strategy, pretrainer, optimizer, FLAGS.train_batch_size,
                            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
                            jit_compile=jit_compile)
 
 
-def report(model: BertPretrainer, data: demo_data.DemoData, evaluations: list[dict], chief: bool) -> dict:
+def report(model: BertPretrainer, data: main_job_data.DemoData, evaluations: list[dict], chief: bool) -> dict:
     """The main job's results: held-out metrics, baselines and predictions; printed on the chief."""
     heldout = evaluations[-1]
-    reference = demo_evaluation.baselines(data.train_files, data.heldout_files, FLAGS.max_seq_length,
+    reference = main_job_report.baselines(data.train_files, data.heldout_files, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq, num_examples=heldout["examples"])
-    shown = demo_evaluation.predict_masked_words(model, data.vocab_file, data.shown_sentences,
+    shown = main_job_report.predict_masked_words(model, data.vocab_file, data.shown_sentences,
                                                  FLAGS.max_seq_length, FLAGS.do_lower_case)
+    results = dict(heldout=heldout, baseline=reference, corpus=data.corpus, masked_examples=shown,
+                   evaluations=evaluations)
     if chief:
-        text = demo_evaluation.format_report(heldout, reference, shown, demo_data.SHOWN_RULE, evaluations)
-        print(f"\n{text}\n")
-    return dict(heldout=heldout, baseline=reference, corpus=data.corpus, masked_examples=shown)
+        print(f"\n{format_report(json.loads(json.dumps(results)))}\n")  # as a rerun prints it from metrics.json
+    return results
 
 
-def run() -> None:
-    """Runs `main`, turning bad input into one clear error line."""
-    try:
-        app.run(main)
-    except (ValueError, FileNotFoundError, RuntimeError, FloatingPointError, tf.errors.OpError) as e:
-        print(f"pretrain.py: error: {describe_error(e)}", file=sys.stderr)
-        sys.exit(1)
+def run(argv: list[str] | None = None) -> None:
+    """Parses the flags of `argv` (default: `sys.argv`) and runs `main`; bad input ends the process
+    with one line `pretrain.py: error: ...` and exit code 1 (`script_runner.run`)."""
+    script_runner.run(main, argv, describe_error)
 
 
-def describe_error(error: Exception) -> str:
+def describe_error(error: BaseException) -> str:
     """One line for an error, naming the flag behind input errors TensorFlow raises mid-run."""
-    message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    message = script_runner.first_line(error)
     if isinstance(error, tf.errors.DataLossError):
         return (f"--input_files: a file is corrupted or truncated past its first record, which was checked "
                 f"before training ({message}).")

@@ -91,9 +91,11 @@ def mask_tokens(
     positions = tf.pad(positions, [[0, 0], [0, max_predictions_per_seq - tf.shape(positions)[1]]],
                        constant_values=seq_length)
     positions = tf.reshape(positions, [-1, max_predictions_per_seq])  # static width
+    # Padding positions read the padding column (id 0) appended here, so no index is out of
+    # range, also for rows of length 0.
+    labels = tf.gather(tf.pad(ids, [[0, 0], [0, 1]]), positions, batch_dims=1)
     weights = tf.less(positions, seq_length)
     positions = tf.where(weights, positions, 0)
-    labels = tf.where(weights, tf.gather(ids, positions, batch_dims=1), 0)
 
     # 80 % [MASK], 10 % random id, 10 % unchanged, decided per token.
     choice = tf.random.stateless_uniform(tf.shape(ids), choice_seed)

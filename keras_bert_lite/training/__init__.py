@@ -1,7 +1,7 @@
 """Pre-training at scale: BERT's optimizer, strategies, the distributed loop and checkpoints.
 
-The main job of `tpu/pretrain.py` (built-in corpus, held-out evaluation against baselines) lives in
-`training.demo_data` and `training.demo_evaluation`, outside this public API.
+The main job of `tpu/pretrain.py` (built-in corpus, held-out evaluation against baselines) lives
+next to it in `tpu/`.
 """
 
 from keras_bert_lite.training.distribute import STRATEGIES, get_strategy, precision_policy, use_jit_compile

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -25,12 +26,14 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoop
 from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints, check_finite
 
 CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
 EVAL_SUMMARY_SUBDIR = os.path.join("summaries", "eval")
+EVALUATIONS_FILE = "evaluations.json"
 _PROGRESS_STATS = ("loss", "mlm_accuracy", "nsp_accuracy")
 # TensorBoard's scalar-plugin metadata, so scalars are written without the tensorboard package.
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -59,8 +62,11 @@ def run_pretraining(
     checkpoint is written every `save_checkpoints_steps` steps and at the end; with
     `evaluate_fn`, the model is evaluated every `eval_every_steps` steps and at the end, and
     the evaluation's scalars go to `summaries/eval` (next to `summaries/train`, so TensorBoard
-    draws held-out and training curves of the same name in one chart). Loops are cut to land on
-    those steps.
+    draws held-out and training curves of the same name in one chart) and to
+    `evaluations.json`, from which a resumed run takes the evaluations up to its checkpoint.
+    Loops are cut to land on those steps. A run that resumes at `num_train_steps` trains
+    nothing and evaluates once, so a rerun of a finished (or killed after its last checkpoint)
+    run returns the same final evaluation.
 
     Args:
         loop: the `PretrainingLoop` (model, optimizer and strategy).
@@ -84,8 +90,9 @@ def run_pretraining(
         `seconds` (training wall time), `examples_per_second` (over the loops after the first,
         which includes tracing; over all loops if there was one), `learning_rate` (of the last
         step) and the other `STAT_NAMES` averaged over the last loop; with `evaluate_fn`,
-        `evaluations`: one dict per evaluation of this run, `step`, `train_seconds` (training
-        wall time of this run so far) and the evaluation's results.
+        `evaluations`: one dict per evaluation, `step`, `train_seconds` (training wall time of
+        the run that made it, up to it) and the evaluation's results; those before the step
+        resumed from come from `evaluations.json`.
 
     Raises:
         NonFiniteLossError: a loss (or gradient) became NaN/Inf; names the step and the last good
@@ -119,7 +126,19 @@ def run_pretraining(
         if progress and chief else None
     if bar is not None:
         bar.update(start)
-    step, last_checkpoint, durations, stats, evaluations = start, checkpoints.latest, [], {}, []
+    step, last_checkpoint, durations, stats = start, checkpoints.latest, [], {}
+    evaluations_file = os.path.join(model_dir, EVALUATIONS_FILE)
+    evaluations = [e for e in _read_evaluations(evaluations_file) if evaluate_fn is not None
+                   and (e["step"] < start or e["step"] == start < num_train_steps)]
+
+    def evaluate() -> None:
+        results = evaluate_fn(step)
+        _write_scalars(eval_writer, results, step)
+        evaluations.append(dict(step=step, train_seconds=sum(d for d, _ in durations), **results))
+        if chief:
+            write_text_atomically(evaluations_file, json.dumps(evaluations, indent=1) + "\n")
+        logging.info("step %d: evaluation %s.", step, results)
+
     check_gradients = not loop.loss_scaling
     while step < num_train_steps:
         num_steps = min(steps_per_loop, num_train_steps - step,
@@ -145,10 +164,9 @@ def run_pretraining(
                 examples_per_second,
             )
         if evaluate_fn is not None and (step % eval_every_steps == 0 or step == num_train_steps):
-            results = evaluate_fn(step)
-            _write_scalars(eval_writer, results, step)
-            evaluations.append(dict(step=step, train_seconds=sum(d for d, _ in durations), **results))
-            logging.info("step %d: evaluation %s.", step, results)
+            evaluate()
+    if evaluate_fn is not None and start >= num_train_steps:
+        evaluate()
     writer.flush()
     eval_writer.flush()
     steady = durations[1:] or durations
@@ -159,6 +177,13 @@ def run_pretraining(
     if evaluate_fn is not None:
         result["evaluations"] = evaluations
     return result
+
+
+def _read_evaluations(path: str) -> list[dict]:
+    if not tf.io.gfile.exists(path):
+        return []
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
 
 
 def _write_scalars(writer, scalars: dict[str, float], step: int) -> None:

@@ -28,6 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.atomic import atomic_write, copy_atomically, write_text_atomically
+from keras_bert_lite.interop import load_google_checkpoint, resolve_checkpoint_prefix
 from keras_bert_lite.interop.huggingface import TOKENIZER_CONFIG_NAME
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 
@@ -179,6 +180,33 @@ class TrainingCheckpoints:
         return sorted(complete, key=lambda p: int(p.rsplit("-", 1)[1]), reverse=True)
 
 
+def checkpoint_source(path: str) -> str:
+    """The `.keras` file or TensorFlow checkpoint prefix that `path` names, checked to be there.
+
+    Args:
+        path: a `.keras` file; a checkpoint prefix, its `.index` or `.data-*` file, or a folder
+            holding one (see `keras_bert_lite.interop.resolve_checkpoint_prefix`).
+
+    Raises:
+        FileNotFoundError: nothing at `path`.
+        ValueError: `path` is a file of another kind (e.g. a `.keras` name on a file that is not
+            a zip archive), naming it.
+    """
+    if tf.io.gfile.isdir(path) or not tf.io.gfile.exists(path):
+        if path.endswith(".keras"):
+            raise FileNotFoundError(f"No such .keras file: {path}")
+        return resolve_checkpoint_prefix(path)
+    if path.endswith(".keras"):
+        with tf.io.gfile.GFile(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":  # a zip archive's first bytes
+                raise ValueError(f"{path} is not a .keras file (Keras writes a zip archive).")
+        return path
+    if path.endswith(".index") or ".data-" in os.path.basename(path):
+        return resolve_checkpoint_prefix(path)
+    raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, a "
+                     "checkpoint prefix or a folder holding one).")
+
+
 def restore_model_weights(model: BertPretrainer, path: str) -> str:
     """Initialises a pretrainer from `path`; returns which kind of checkpoint it was.
 
@@ -189,30 +217,27 @@ def restore_model_weights(model: BertPretrainer, path: str) -> str:
 
     Raises:
         FileNotFoundError: nothing at `path`.
-        ValueError: the checkpoint does not fit the model.
+        ValueError: the checkpoint does not fit the model, or `path` is a file of another kind.
     """
-    if path.endswith(".keras"):
-        if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(f"init_checkpoint not found: {path}")
-        source = keras.saving.load_model(path)
-        target = model.encoder if isinstance(source, BertEncoder) else model
-        if len(source.weights) != len(target.weights):
-            raise ValueError(f"init_checkpoint {path} holds a different model ({source.name}) than the one trained.")
-        target.set_weights(source.get_weights())
+    source = checkpoint_source(path)
+    if source.endswith(".keras"):
+        source_model = keras.saving.load_model(source)
+        target = model.encoder if isinstance(source_model, BertEncoder) else model
+        if len(source_model.weights) != len(target.weights):
+            raise ValueError(f"init_checkpoint {path} holds a different model ({source_model.name}) than the one "
+                             "trained.")
+        target.set_weights(source_model.get_weights())
         return "keras"
-    from keras_bert_lite.interop import load_google_checkpoint, resolve_checkpoint_prefix
-
-    prefix = resolve_checkpoint_prefix(path)
-    names = {name for name, _ in tf.train.list_variables(prefix)}
+    names = {name for name, _ in tf.train.list_variables(source)}
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
-        status = tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+        status = tf.train.Checkpoint(model=model).read(source).expect_partial()
         try:
             status.assert_existing_objects_matched()
         except AssertionError as e:
-            raise ValueError(f"init_checkpoint {prefix} does not match the model: {e}") from None
+            raise ValueError(f"init_checkpoint {source} does not match the model: {e}") from None
         return "training checkpoint"
-    report = load_google_checkpoint(model, prefix, strict=False)
-    logging.info("Loaded Google checkpoint %s: %s", prefix, report)
+    report = load_google_checkpoint(model, source, strict=False)
+    logging.info("Loaded Google checkpoint %s: %s", source, report)
     return "google"
 
 

@@ -1,5 +1,7 @@
-"""tpu/create_pretraining_data.py end to end, in subprocesses started together."""
+"""tpu/create_pretraining_data.py: runs in the test process (`main(argv)` through its `run` entry),
+and one in a fresh process for what only a process shows (exit code, no traceback, no cuInit)."""
 
+import importlib.util
 import os
 import pathlib
 import re
@@ -8,121 +10,107 @@ import sys
 
 import pytest
 
+from keras_bert_lite import tf_startup
 from keras_bert_lite.data.pretraining.writer import create_pretraining_data
-
-pytestmark = pytest.mark.slow
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tpu" / "create_pretraining_data.py"
 BUILTIN_DOCUMENTS = 40
+LENGTHS = ["--max_seq_length=64", "--max_predictions_per_seq=10"]
 
 
-@pytest.fixture(scope="module")
-def runs(corpus_file, real_vocab_file, tmp_path_factory):
-    """name -> (returncode, stderr, output directory) for a file run, a built-in run and a bad run."""
-    directory = tmp_path_factory.mktemp("cli")
-    common = [f"--vocab_file={real_vocab_file}", "--max_seq_length=64", "--max_predictions_per_seq=10"]
-    commands = {
-        "file": [
-            f"--input_file={corpus_file}",
-            f"--output_file={directory / 'file' / 'train.tfrecord'}",
-            "--num_shards=2",
-            "--dupe_factor=2",
-            "--random_seed=4",
-        ],
-        "builtin": [
-            "--builtin_corpus",
-            f"--max_documents={BUILTIN_DOCUMENTS}",
-            "--dupe_factor=1",
-            "--random_seed=5",
-            f"--output_file={directory / 'builtin' / 'a.tfrecord'},{directory / 'builtin' / 'b.tfrecord'}",
-        ],
-        "missing_input": [
-            f"--input_file={directory / 'nothing-*.txt'}",
-            f"--output_file={directory / 'x.tfrecord'}",
-        ],
-        # Each fails before the corpus is read: one line naming the flag, nothing written.
-        "vocab_folder": [
-            "--builtin_corpus",
-            f"--output_file={directory / 'bad' / 'v.tfrecord'}",
-            f"--vocab_file={directory}",
-        ],
-        "output_folder": ["--builtin_corpus", f"--output_file={directory / 'bad' / 'first.tfrecord'},{directory}"],
-        "output_under_file": ["--builtin_corpus", f"--output_file={directory / 'afile' / 'x.tfrecord'}"],
-    }
-    (directory / "bad").mkdir()
-    (directory / "afile").write_text("a file, not a folder")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    processes = {
-        name: subprocess.Popen(
-            [sys.executable, str(SCRIPT), *common, *args],
-            cwd=directory,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name, args in commands.items()
-    }
-    results = {}
-    for name, process in processes.items():
-        _, stderr = process.communicate(timeout=300)
-        results[name] = (process.returncode, stderr, directory)
-    return results
+def _scripts():
+    """tests/examples/scripts.py (in-process script runs), one module for the whole session."""
+    name = "script_test_helpers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "examples" / "scripts.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _run(capfd, *argv):
+    return _scripts().run_script(SCRIPT, capfd, *argv)
+
+
+def _error(capfd, *argv):
+    return _scripts().one_error(SCRIPT, capfd, *argv)
 
 
 def _examples_written(stderr: str) -> int:
     return int(re.search(r"Wrote (\d+) examples", stderr).group(1))
 
 
-def test_text_file_to_shards(runs, data_helpers):
-    returncode, stderr, directory = runs["file"]
-    assert returncode == 0, stderr[-3000:]
-    shards = sorted((directory / "file").iterdir())
+def test_text_file_to_shards(corpus_file, real_vocab_file, tmp_path, capfd, data_helpers):
+    code, _, stderr = _run(capfd, f"--input_file={corpus_file}", f"--output_file={tmp_path / 'out' / 'train.tfrecord'}",
+                           "--num_shards=2", "--dupe_factor=2", "--random_seed=4", f"--vocab_file={real_vocab_file}",
+                           *LENGTHS)
+    assert code == 0, stderr[-3000:]
+    shards = sorted((tmp_path / "out").iterdir())
     assert [p.name for p in shards] == ["train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002"]
     parsed = data_helpers.parse_with_original_spec(shards, seq_length=64, max_predictions_per_seq=10)
     assert len(parsed["input_ids"]) == _examples_written(stderr) > 0
     assert re.search(r"Writing: 100%.*example/s", stderr)  # progress bar
 
 
-def test_builtin_corpus_matches_the_library_byte_for_byte(runs, documents, real_vocab_file, tmp_path):
-    returncode, stderr, directory = runs["builtin"]
-    assert returncode == 0, stderr[-3000:]
+def test_builtin_corpus_matches_the_library_byte_for_byte(documents, real_vocab_file, tmp_path, capfd):
+    out = tmp_path / "builtin"
+    code, _, stderr = _run(capfd, "--builtin_corpus", f"--max_documents={BUILTIN_DOCUMENTS}", "--dupe_factor=1",
+                           "--random_seed=5", f"--output_file={out / 'a.tfrecord'},{out / 'b.tfrecord'}",
+                           f"--vocab_file={real_vocab_file}", *LENGTHS)
+    assert code == 0, stderr[-3000:]
     files = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
-    stats = create_pretraining_data(
-        documents[:BUILTIN_DOCUMENTS],
-        real_vocab_file,
-        files,
-        max_seq_length=64,
-        max_predictions_per_seq=10,
-        dupe_factor=1,
-        seed=5,
-    )
+    stats = create_pretraining_data(documents[:BUILTIN_DOCUMENTS], real_vocab_file, files, max_seq_length=64,
+                                    max_predictions_per_seq=10, dupe_factor=1, seed=5)
     assert _examples_written(stderr) == stats.examples
     for ours, cli in zip(files, ("a.tfrecord", "b.tfrecord")):
-        assert pathlib.Path(ours).read_bytes() == (directory / "builtin" / cli).read_bytes()
+        assert pathlib.Path(ours).read_bytes() == (out / cli).read_bytes()
 
 
-def test_bad_input_is_one_clear_message(runs):
-    returncode, stderr, directory = runs["missing_input"]
-    assert returncode != 0
-    assert re.search(r"error: Input pattern '.*nothing-\*\.txt' matches no file", stderr)
-    assert "Traceback" not in stderr
-    assert not list(directory.glob("x.tfrecord*"))
+def test_bad_input_is_one_line_naming_the_flag_and_leaves_nothing_behind(real_vocab_file, tmp_path, capfd):
+    """Missing, unreadable (a folder given as a file: chmod does not stop root) and malformed
+    inputs; each run fails before the corpus is read, and creates no file or folder."""
+    (tmp_path / "afile").write_text("a file, not a folder")
+    (tmp_path / "latin1.txt").write_bytes(b"First sentence here.\nCaf\xe9 au lait is served.\n")
+    (tmp_path / "vocab_latin1.txt").write_bytes(b"[PAD]\n[UNK]\ncaf\xe9\n")
+    (tmp_path / "inputs").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    output = f"--output_file={tmp_path / 'new' / 'deeper' / 'train.tfrecord'}"
+    vocab = f"--vocab_file={real_vocab_file}"
+    cases = {
+        (f"--input_file={tmp_path / 'nothing-*.txt'}", output, vocab):
+            r"^Input pattern '.*nothing-\*\.txt' matches no file\.$",
+        (f"--input_file={tmp_path / 'inputs'}", output, vocab): r"^--input_file: .*/inputs is a folder, expected text files",
+        (f"--input_file={tmp_path / 'latin1.txt'}", output, vocab): r"latin1\.txt.*(UTF-8|utf-8)",
+        ("--builtin_corpus", output, f"--vocab_file={tmp_path / 'no_vocab.txt'}"):
+            r"^--vocab_file: .*not found: .*no_vocab\.txt\.$",
+        ("--builtin_corpus", output, f"--vocab_file={tmp_path}"): r"^--vocab_file: .* is a folder, expected a vocab\.txt file\.$",
+        ("--builtin_corpus", output, f"--vocab_file={tmp_path / 'vocab_latin1.txt'}"):
+            r"^--vocab_file: .*vocab_latin1\.txt.*(UTF-8|utf-8)",
+        ("--builtin_corpus", vocab, f"--output_file={tmp_path / 'new' / 'first.tfrecord'},{tmp_path}"):
+            r"^--output_file: Output file .* is an existing folder\.$",
+        ("--builtin_corpus", vocab, f"--output_file={tmp_path / 'afile' / 'x.tfrecord'}"):
+            r"^--output_file: Output file .*afile/x\.tfrecord cannot be written: .*\.$",
+        (output, vocab): r"^Give exactly one corpus: --input_file, --builtin_corpus or --tfds_name\.$",
+        ("--builtin_corpus", vocab): r"^flag --output_file=None: Flag --output_file must have a value other than None\.$",
+        ("--builtin_corpus", output, vocab, "--max_seq_lenght=32"): r"^Unknown command line flag 'max_seq_lenght'",
+    }
+    for argv, expected in cases.items():
+        error = _error(capfd, *argv, *LENGTHS)
+        assert re.search(expected, error), (argv, error)
+        assert sorted(tmp_path.rglob("*")) == before, argv  # no folder or file was made
 
 
-@pytest.mark.parametrize(
-    "name, message",
-    [
-        ("vocab_folder", r"error: --vocab_file: .* is a folder, expected a vocab\.txt file\.$"),
-        ("output_folder", r"error: --output_file: Output file .* is an existing folder\.$"),
-        ("output_under_file", r"error: --output_file: Output file .*afile/x\.tfrecord cannot be written: .*\.$"),
-    ],
-)
-def test_bad_flags_fail_before_any_work(runs, name, message):
-    returncode, stderr, directory = runs[name]
-    assert returncode != 0
-    last_line = stderr.strip().splitlines()[-1]
-    assert re.search(message, last_line), stderr[-2000:]
-    assert "Traceback" not in stderr and "Corpus:" not in stderr
-    assert not list((directory / "bad").iterdir())
+@pytest.mark.slow
+def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path, real_vocab_file):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop(tf_startup.DEVICE_TYPES_VARIABLE, None)  # as a user's shell has it
+    run = subprocess.run([sys.executable, str(SCRIPT), f"--input_file={tmp_path / 'in.txt'}",
+                          f"--output_file={tmp_path / 'data' / 'train.tfrecord'}", f"--vocab_file={real_vocab_file}"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"create_pretraining_data.py: error: Input pattern '{tmp_path / 'in.txt'}' matches no file.")
+    if tf_startup.cuda_driver_missing():
+        assert "cuInit" not in run.stderr
+    assert not list(tmp_path.iterdir())

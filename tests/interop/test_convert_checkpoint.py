@@ -1,9 +1,13 @@
 """tpu/convert_checkpoint.py end to end: Hugging Face folder -> Google release folder -> .keras and back
-to a Hugging Face folder that transformers loads; bad input gives one error line."""
+to a Hugging Face folder that transformers loads; bad input gives one error line. The first conversion
+and one bad input run in fresh processes (exit codes, no traceback, no cuInit line); the others call
+the script in this process."""
 
+import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite import BertPretrainer
+from keras_bert_lite import BertPretrainer, tf_startup
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -22,16 +26,28 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tpu" / "convert_checkpoint.py"
 
 
-def _start(*flags: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    return subprocess.Popen([sys.executable, str(SCRIPT), *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+def _fresh_process(*flags: str) -> subprocess.CompletedProcess:
+    """The script in a new process, with the environment of a user's shell (no TF_* the tests set)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, str(SCRIPT), *flags], capture_output=True, text=True, env=env,
+                          timeout=300)
 
 
-def _run(*flags: str) -> subprocess.CompletedProcess:
-    process = _start(*flags)
-    stdout, stderr = process.communicate(timeout=300)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+def _scripts():
+    """tests/examples/scripts.py (in-process script runs), one module for the whole session."""
+    name = "script_test_helpers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "examples" / "scripts.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _run(capfd, *flags: str) -> subprocess.CompletedProcess:
+    """The script run in this process (`main` through its `run` entry)."""
+    code, stdout, stderr = _scripts().run_script(SCRIPT, capfd, *flags)
+    return subprocess.CompletedProcess(flags, code, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +73,15 @@ def tiny_hf_dir(tmp_path_factory, real_vocab_file):
 
 
 @pytest.mark.slow
-def test_hf_to_google_to_keras_to_hf(tmp_path, tiny_hf_dir):
+def test_hf_to_google_to_keras_to_hf(tmp_path, tiny_hf_dir, capfd):
     reference, hf_dir = tiny_hf_dir
 
     google_dir = tmp_path / "google"
-    result = _run(f"--input={hf_dir}", f"--output={google_dir}", "--output_format=google", "--model=pretrainer")
+    result = _fresh_process(f"--input={hf_dir}", f"--output={google_dir}", "--output_format=google",
+                            "--model=pretrainer")
     assert result.returncode == 0, result.stderr[-3000:]
+    if tf_startup.cuda_driver_missing():
+        assert "cuInit" not in result.stderr, result.stderr[-3000:]
     assert sorted(os.listdir(google_dir)) == ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
                                               "bert_model.ckpt.index", "vocab.txt"]
     assert f"Wrote:\n  {google_dir}/bert_model.ckpt.index (" in result.stderr
@@ -70,7 +89,7 @@ def test_hf_to_google_to_keras_to_hf(tmp_path, tiny_hf_dir):
     assert shapes["cls/seq_relationship/output_weights"] == [2, 32]
 
     keras_file = tmp_path / "bert.keras"
-    result = _run(f"--input={google_dir}", f"--output={keras_file}", "--model=pretrainer")
+    result = _run(capfd, f"--input={google_dir}", f"--output={keras_file}", "--model=pretrainer")
     assert result.returncode == 0, result.stderr[-3000:]
     model = keras.saving.load_model(keras_file)
     assert isinstance(model, BertPretrainer)
@@ -94,7 +113,7 @@ def test_hf_to_google_to_keras_to_hf(tmp_path, tiny_hf_dir):
     # A .keras file holds no vocabulary: the Hugging Face folder takes --vocab_file (uncased: no
     # token has a capital) and loads in transformers, tokenizer included.
     hf_again = tmp_path / "hf_again"
-    result = _run(f"--input={keras_file}", f"--output={hf_again}", "--output_format=hf",
+    result = _run(capfd, f"--input={keras_file}", f"--output={hf_again}", "--output_format=hf",
                   f"--vocab_file={hf_dir / 'vocab.txt'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((hf_again / "tokenizer_config.json").read_text())["do_lower_case"] is True
@@ -105,15 +124,19 @@ def test_hf_to_google_to_keras_to_hf(tmp_path, tiny_hf_dir):
         assert torch.equal(again.state_dict()[name], value), name
 
 
-@pytest.mark.slow
-def test_bad_input_fails_with_one_clear_line(tmp_path, tiny_hf_dir, minilm_dir):
-    """Each run fails before writing anything, its last stderr line the one error (all run at once;
-    flag errors come before TensorFlow is imported)."""
+def test_bad_input_fails_with_one_clear_line(tmp_path, tiny_hf_dir, minilm_dir, capfd):
+    """Each run fails before writing anything, with one error line: missing, unreadable (a folder
+    given as a file: chmod does not stop root) and malformed inputs, and bad flags."""
     _, hf_dir = tiny_hf_dir
     no_vocab = tmp_path / "no_vocab"
     shutil.copytree(hf_dir, no_vocab)
     (no_vocab / "vocab.txt").unlink()
+    bad_config = tmp_path / "bad_config"
+    shutil.copytree(hf_dir, bad_config)
+    (bad_config / "config.json").write_text('{"hidden_size": 32,')
     (tmp_path / "a_file").write_text("")
+    (tmp_path / "text.keras").write_text("not a zip archive")
+    (tmp_path / "folder.keras").mkdir()
     missing = tmp_path / "no_such_model"
     out = tmp_path / "out"
     cases = {
@@ -140,17 +163,36 @@ def test_bad_input_fails_with_one_clear_line(tmp_path, tiny_hf_dir, minilm_dir):
             "cls.predictions.bias, cls.seq_relationship.weight, cls.seq_relationship.bias. "
             "Pass --nostrict to convert what fits.",
     }
-    processes = {flags: _start(*flags) for flags in cases}
-    for flags, process in processes.items():
-        _, stderr = process.communicate(timeout=300)
-        assert process.returncode != 0, flags
-        assert stderr.strip().splitlines()[-1] == f"convert_checkpoint: error: {cases[flags]}", flags
+    patterns = {  # messages from Keras, Python and TensorFlow: the file and what is wrong with it
+        (f"--input={tmp_path / 'text.keras'}", f"--output={out}", "--output_format=hf"):
+            rf"^--input {tmp_path}/text\.keras: cannot load it as a Keras model: ",
+        (f"--input={tmp_path / 'folder.keras'}", f"--output={out}", "--output_format=hf"):
+            rf"^--input {tmp_path}/folder\.keras: file not found\.$",
+        (f"--input={bad_config}", f"--output={out}", "--output_format=google"): rf"{bad_config}/config\.json",
+        (f"--input={hf_dir}", f"--output={out}", "--output_format=google", f"--vocab_file={tmp_path / 'none.txt'}"):
+            rf"{tmp_path}/none\.txt",
+        (f"--input={hf_dir}", f"--output={out}", "--output_format=google", f"--vocab_file={tmp_path}"):
+            rf"{tmp_path}.*([Ff]older|[Dd]irectory)",
+    }
+    for flags, expected in {**cases, **patterns}.items():
+        error = _scripts().one_error(SCRIPT, capfd, *flags)
+        assert error == expected if flags in cases else re.search(expected, error), (flags, error)
     assert not out.exists() and not (tmp_path / "out.keras").exists()
 
 
 @pytest.mark.slow
+def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
+    result = _fresh_process(f"--input={tmp_path / 'none'}", f"--output={tmp_path / 'out'}", "--output_format=hf")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(f"convert_checkpoint.py: error: --input {tmp_path}/none: ")
+    if tf_startup.cuda_driver_missing():
+        assert "cuInit" not in result.stderr, result.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
 def test_help_lists_the_scripts_flags():
-    result = _run("--help")
+    result = _fresh_process("--help")  # absl's --help describes the program's __main__ module
     for flag in ("--input:", "--output_format:", "--vocab_file:", "--[no]do_lower_case:", "--[no]approximate_gelu:",
                  "--[no]strict:"):
         assert flag in result.stdout, flag

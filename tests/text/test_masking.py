@@ -170,6 +170,18 @@ def test_short_sequences_and_max_predictions():
     assert wide["masked_lm_positions"].shape == (3, 20)
 
 
+def test_empty_rows_give_an_empty_batch_of_consistent_shapes(real_batch):
+    tokenizer, _ = real_batch
+    for whole_words in (False, True):
+        masker = _masker(tokenizer, whole_word_masking=whole_words)
+        for ids in (tf.zeros([3, 0], tf.int32), tf.zeros([0, 0], tf.int32)):
+            out = masker(ids)
+            batch = ids.shape[0]
+            assert out["input_word_ids"].shape == (batch, 0)
+            for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+                assert out[name].shape == (batch, MAX_PRED) and not out[name].numpy().any(), name
+
+
 def test_invalid_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="needs `vocabulary`"):
         MaskedLMMasker(100, 4, [2, 3], whole_word_masking=True)

@@ -1,10 +1,16 @@
-"""Shared helpers of the training tests: the tiny model and synthetic data of jobs.py."""
+"""Shared helpers of the training tests: the tiny model and synthetic data of jobs.py; the main
+job's modules (tpu/main_job_data.py, tpu/main_job_report.py) importable, as pretrain.py imports
+them, from the tpu folder."""
 
 import importlib.util
 import pathlib
 import sys
 
 import pytest
+
+TPU = str(pathlib.Path(__file__).resolve().parents[2] / "tpu")
+if TPU not in sys.path:
+    sys.path.insert(0, TPU)
 
 
 @pytest.fixture(scope="session")

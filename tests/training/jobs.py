@@ -3,17 +3,13 @@
 Usage:
     python jobs.py mirrored OUT_JSON        # 2 logical CPUs: MirroredStrategy vs one device
     python jobs.py worker OUT_DIR           # one MultiWorkerMirroredStrategy worker (TF_CONFIG set)
-    python jobs.py flags IN_OUT_JSON        # tpu/pretrain.py's flag checks on each listed argv
 
 The helpers (`tiny_config`, `synthetic_examples`, `dataset_fn`, `build`) are also imported by
 the in-process tests through conftest.py.
 """
 
-import importlib.util
 import json
 import os
-import pathlib
-import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -29,7 +25,6 @@ from keras_bert_lite.training.optimization import create_optimizer  # noqa: E402
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E402
 
 VOCAB, SEQ, PREDICTIONS = 120, 16, 4
-PRETRAIN_SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
 
 
 def tiny_config(dropout: float = 0.0) -> BertConfig:
@@ -120,38 +115,5 @@ def worker(out_dir: str) -> None:
         json.dump(dict(result, replicas=strategy.num_replicas_in_sync), f)
 
 
-def flag_errors(path: str) -> None:
-    """Parses each argv listed in the JSON file with tpu/pretrain.py's flags (validators included);
-    writes back the error message of each (None where the flags are valid)."""
-    from absl import flags
-
-    spec = importlib.util.spec_from_file_location("pretrain_script", PRETRAIN_SCRIPT)
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
-    with open(path) as f:
-        cases = json.load(f)
-    errors = []
-    for argv in cases:
-        flags.FLAGS.unparse_flags()
-        try:
-            flags.FLAGS(["pretrain.py", *argv])
-            errors.append(None)
-        except flags.Error as e:
-            errors.append(str(e))
-    with open(path, "w") as f:
-        json.dump(errors, f)
-
-
-def run_job(name: str, payload, directory) -> object:
-    """Runs `python jobs.py name FILE` in a subprocess on `payload` (JSON); returns what it wrote back."""
-    path = os.path.join(directory, f"{name}.json")
-    with open(path, "w") as f:
-        json.dump(payload, f)
-    run = subprocess.run([sys.executable, __file__, name, path], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert run.returncode == 0, run.stderr[-3000:]
-    with open(path) as f:
-        return json.load(f)
-
-
 if __name__ == "__main__":
-    {"mirrored": mirrored_vs_single, "worker": worker, "flags": flag_errors}[sys.argv[1]](sys.argv[2])
+    {"mirrored": mirrored_vs_single, "worker": worker}[sys.argv[1]](sys.argv[2])

@@ -1,15 +1,19 @@
 """tpu/pretrain.py: the main job, shortened by flags (with dynamic masking), killed with SIGKILL mid-way,
-resumed and learning; flag checks; bad input as one error line."""
+resumed and learning, then rerun; flag checks; bad input as one error line. One main-job folder is
+shared by the tests that read one; flag and bad-input runs call the script in this process."""
 
+import importlib.util
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import keras
+import main_job_data  # tpu/, on sys.path through conftest.py
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,7 +22,6 @@ from keras_bert_lite import tf_startup
 from keras_bert_lite.data.corpora import builtin_documents
 from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
-from keras_bert_lite.training import demo_data
 from keras_bert_lite.training.optimization import WarmupLinearDecay
 
 SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
@@ -105,7 +108,7 @@ def test_main_job_learns_and_writes_everything(killed_and_resumed):
         "mlm_accuracy"] + 0.02, (heldout, baseline)
     assert heldout["mlm_top5_accuracy"] > baseline["mlm_top5_accuracy"] + 0.02, (heldout, baseline)
     assert "(the most frequent training token)" in stdout and "MLM accuracy (top-5)" in stdout
-    assert demo_data.SHOWN_RULE in stdout
+    assert main_job_data.SHOWN_RULE in stdout
     assert len(metrics["masked_examples"]) == 2
     # Held-out scalars are in TensorBoard at the last step; metrics.json has the last step's learning rate.
     evaluated = {}
@@ -126,17 +129,47 @@ def test_main_job_learns_and_writes_everything(killed_and_resumed):
         assert (output / name).exists(), name
 
 
-def _run(*flags, timeout=180):
-    return subprocess.run([sys.executable, str(SCRIPT), *flags], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                          capture_output=True, text=True, timeout=timeout)
+def _scripts():
+    """tests/examples/scripts.py (in-process script runs), one module for the whole session."""
+    name = "script_test_helpers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SCRIPT.parents[1] / "tests" / "examples" / "scripts.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
-def _one_error(run) -> str:
-    """The run's single error line (asserting it failed with exactly one and no traceback)."""
-    assert run.returncode == 1, run.stderr[-3000:]
-    assert "Traceback" not in run.stderr, run.stderr[-3000:]
-    (error,) = [line for line in run.stderr.splitlines() if line.startswith("pretrain.py: error:")]
-    return error
+@pytest.mark.slow
+def test_a_rerun_reports_the_same_results_and_exits_0(killed_and_resumed, capfd):
+    """Killed after the last checkpoint (before its evaluation), the same command evaluates the
+    final step and prints the same report; rerun once finished, it prints it again from metrics.json."""
+    output, _, stdout, _ = killed_and_resumed
+    metrics = json.loads((output / "metrics.json").read_text())
+    evaluations = json.loads((output / "evaluations.json").read_text())
+    assert [e["step"] for e in evaluations] == [STEPS] and evaluations == metrics["evaluations"]
+    report = stdout[stdout.index("Held-out documents:"):].strip()
+    # As if killed after the last checkpoint, before the final evaluation was recorded; an earlier
+    # evaluation (step SAVE_EVERY) is kept from evaluations.json and joins the curve.
+    (output / "metrics.json").unlink()
+    earlier = dict(evaluations[0], step=SAVE_EVERY, train_seconds=6.0)
+    (output / "evaluations.json").write_text(json.dumps([earlier]))
+    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *FLAGS)
+    assert code == 0, err[-3000:]
+    again = json.loads((output / "metrics.json").read_text())
+    assert [e["step"] for e in again["evaluations"]] == [SAVE_EVERY, STEPS]
+    for name in ("mlm_accuracy", "mlm_top5_accuracy", "nsp_accuracy", "mlm_loss"):
+        assert again["heldout"][name] == pytest.approx(metrics["heldout"][name], rel=1e-4), name
+    assert again["baseline"] == metrics["baseline"] and again["train"]["resumed_from"] == STEPS
+    assert [[t for t, _ in e["predictions"]] for e in again["masked_examples"]] == [
+        [t for t, _ in e["predictions"]] for e in metrics["masked_examples"]]
+    assert f"Held-out MLM accuracy during training: {earlier['mlm_accuracy']:.3f} at step {SAVE_EVERY} (0.1 min)" in out
+    assert out[out.index("Held-out documents:"):].strip() == report
+    # Finished: the same command prints the report again and changes nothing.
+    stamps = {p: p.stat().st_mtime_ns for p in output.rglob("*")}
+    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *FLAGS)
+    assert code == 0 and "finished run of 200 steps" in out, err[-3000:]
+    assert out[out.index("Held-out documents:"):].strip() == report
+    assert {p: p.stat().st_mtime_ns for p in output.rglob("*")} == stamps
 
 
 @pytest.fixture(scope="module")
@@ -148,35 +181,63 @@ def user_data(tmp_path_factory, real_vocab_file):
     return directory
 
 
-def test_bad_input_is_one_clear_error(tmp_path, user_data, real_vocab_file):
-    error = _one_error(_run(f"--input_files={tmp_path}/missing-*.tfrecord", f"--vocab_file={tmp_path}/vocab.txt",
-                            f"--output_dir={tmp_path}/out"))
-    assert error == f"pretrain.py: error: Input pattern '{tmp_path}/missing-*.tfrecord' matches no file."
-    data = f"--input_files={user_data}/train.tfrecord"
-    error = _one_error(_run(data, f"--vocab_file={real_vocab_file}", "--max_seq_length=64",
-                            f"--output_dir={tmp_path}/out"))
-    assert f"{user_data}/train.tfrecord, record 1: feature input_ids has 32 values, expected 64" in error
-    assert "--max_seq_length=64" in error
+def test_bad_input_is_one_line_naming_the_flag_and_writes_nothing(tmp_path, user_data, real_vocab_file, capfd):
+    """Missing, unreadable (a folder given as a file: chmod does not stop root) and malformed files
+    behind each file flag; every run stops before --output_dir is created."""
+    out = tmp_path / "out"
+    data, vocab = f"--input_files={user_data}/train.tfrecord", f"--vocab_file={real_vocab_file}"
+    lengths = ["--max_seq_length=32", "--max_predictions_per_seq=5", f"--output_dir={out}"]
+    (tmp_path / "text.tfrecord").write_text("not a TFRecord\n" * 20)
+    (tmp_path / "vocab_latin1.txt").write_bytes(b"[PAD]\n[UNK]\ncaf\xe9\n")
+    (tmp_path / "config.json").write_text('{"vocab_size": 30522, "hidden_size": ')
+    (tmp_path / "text.keras").write_text("not a zip")
+    (tmp_path / "weights.bin").write_bytes(b"\x00" * 64)
     small_vocab = tmp_path / "small_vocab.txt"
     small_vocab.write_text("".join(pathlib.Path(real_vocab_file).read_text().splitlines(keepends=True)[:1000]))
-    error = _one_error(_run(data, f"--vocab_file={small_vocab}", "--max_seq_length=32",
-                            "--max_predictions_per_seq=5", f"--output_dir={tmp_path}/out"))
-    assert f"{user_data}/train.tfrecord, record 1: feature input_ids has value" in error and "1000" in error
-    assert not (tmp_path / "out" / "checkpoints").exists()  # all found before training
+    cases = {
+        (f"--input_files={tmp_path}/missing-*.tfrecord", vocab):
+            f"^--input_files: Input pattern '{tmp_path}/missing-\\*\\.tfrecord' matches no file\\.$",
+        (f"--input_files={tmp_path}", vocab): f"^--input_files: {tmp_path}.*(folder|directory)",
+        (f"--input_files={tmp_path}/text.tfrecord", vocab): f"--input_files.*{tmp_path}/text.tfrecord",
+        (data, vocab, "--max_seq_length=64"):
+            f"{user_data}/train.tfrecord, record 1: feature input_ids has 32 values, expected 64.*--max_seq_length=64",
+        (data, f"--vocab_file={small_vocab}"): f"{user_data}/train.tfrecord, record 1: feature input_ids has value.*1000",
+        (data, f"--vocab_file={tmp_path}/none.txt"): f"^--vocab_file: .*{tmp_path}/none.txt",
+        (data, f"--vocab_file={tmp_path}"): f"^--vocab_file: .*{tmp_path}.*(folder|directory)",
+        (data, f"--vocab_file={tmp_path}/vocab_latin1.txt"): "^--vocab_file: .*vocab_latin1.txt.*(UTF-8|utf-8)",
+        (data, vocab, f"--bert_config_file={tmp_path}/none.json"): f"^--bert_config_file: .*{tmp_path}/none.json",
+        (data, vocab, f"--bert_config_file={tmp_path}"): f"^--bert_config_file: .*{tmp_path}.*(folder|directory)",
+        (data, vocab, f"--bert_config_file={tmp_path}/config.json"): "^--bert_config_file: .*config.json",
+        (data, vocab, f"--init_checkpoint={tmp_path}/none.keras"): f"^--init_checkpoint: .*{tmp_path}/none.keras",
+        (data, vocab, f"--init_checkpoint={tmp_path}"): f"^--init_checkpoint: No TF checkpoint in directory {tmp_path}",
+        (data, vocab, f"--init_checkpoint={tmp_path}/text.keras"):
+            f"^--init_checkpoint: {tmp_path}/text.keras is not a .keras file \\(Keras writes a zip archive\\)\\.$",
+        (data, vocab, f"--init_checkpoint={tmp_path}/weights.bin"):
+            f"^--init_checkpoint: {tmp_path}/weights.bin is neither a .keras file nor a TensorFlow checkpoint",
+        # The main job: its data is not built when an input is bad.
+        (f"--vocab_file={tmp_path}/none.txt",): f"^--vocab_file: .*{tmp_path}/none.txt",
+        (f"--init_checkpoint={tmp_path}/text.keras",): "^--init_checkpoint: .*text.keras is not a .keras file",
+        (f"--bert_config_file={tmp_path}/config.json",): "^--bert_config_file: .*config.json",
+    }
+    for argv, expected in cases.items():
+        error = _scripts().one_error(SCRIPT, capfd, *lengths, *argv)  # the later of two values wins
+        assert re.search(expected, error), (argv, error)
+        assert not out.exists(), argv
 
 
 @pytest.mark.slow
-def test_corrupted_data_mid_file_is_one_clear_error(tmp_path, user_data, real_vocab_file):
+def test_corrupted_data_mid_file_is_one_clear_error(tmp_path, user_data, real_vocab_file, capfd):
     data = (user_data / "train.tfrecord").read_bytes()
     (tmp_path / "cut.tfrecord").write_bytes(data[: len(data) * 2 // 3])  # the first records stay intact
-    error = _one_error(_run(f"--input_files={tmp_path}/cut.tfrecord", f"--vocab_file={real_vocab_file}",
-                            "--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=4",
-                            "--num_train_steps=2", "--steps_per_loop=1", f"--output_dir={tmp_path}/out"))
-    assert error.startswith(f"pretrain.py: error: --input_files: {tmp_path}/cut.tfrecord, record "), error
+    error = _scripts().one_error(
+        SCRIPT, capfd, f"--input_files={tmp_path}/cut.tfrecord", f"--vocab_file={real_vocab_file}",
+        "--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=4", "--num_train_steps=2",
+        "--steps_per_loop=1", f"--output_dir={tmp_path}/out")
+    assert error.startswith(f"--input_files: {tmp_path}/cut.tfrecord, record "), error
     assert "truncated or corrupted" in error, error
 
 
-def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path, jobs):
+def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path, capfd):
     cases = {
         "--num_train_steps=20": None,  # the warmup is a proportion of the steps by default
         "--num_train_steps=20 --num_warmup_steps=60": "--num_warmup_steps=60 must be in [0, --num_train_steps=20]",
@@ -194,11 +255,26 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--tpu=local": "--tpu only applies to --strategy=tpu",
         "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
         "--num_train_steps=0": "--num_train_steps must be positive",
+        "--num_train_steps=20 unexpected": "unexpected arguments: unexpected (flags are --name=value).",
     }
-    errors = jobs.run_job("flags", [argv.split() for argv in cases], tmp_path)
-    for (argv, expected), error in zip(cases.items(), errors):
-        assert (error is None) if expected is None else (expected in (error or "")), (argv, error)
-    # On the command line: one error, before any data or output is made.
-    run = _run("--num_train_steps=20", "--num_warmup_steps=60", f"--output_dir={tmp_path}/out")
-    assert run.returncode == 1 and "--num_warmup_steps=60 must be in [0, --num_train_steps=20]" in run.stderr
-    assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
+    # Valid flags get as far as reading the input files: a vocabulary that is not there.
+    no_data = [f"--input_files={tmp_path}/none-*.tfrecord", f"--vocab_file={tmp_path}/v.txt"]
+    for argv, expected in cases.items():
+        error = _scripts().one_error(SCRIPT, capfd, *argv.split(), f"--output_dir={tmp_path}/out",
+                                     *(no_data if expected is None else ()))
+        assert error.startswith("--vocab_file: Vocabulary file not found") if expected is None else (
+            expected in error), (argv, error)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLED_DEVICE_TYPES"}  # as a user's shell has it
+    run = subprocess.run([sys.executable, str(SCRIPT), "--num_train_steps=20", "--num_warmup_steps=60",
+                          f"--output_dir={tmp_path}/out"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert run.stderr.strip().splitlines()[-1].startswith("pretrain.py: error: flags ")
+    assert "--num_warmup_steps=60 must be in [0, --num_train_steps=20]" in run.stderr
+    if tf_startup.cuda_driver_missing():
+        assert "cuInit" not in run.stderr
+    assert not (tmp_path / "out").exists()

@@ -4,14 +4,14 @@ import dataclasses
 import json
 import re
 
+import main_job_data  # tpu/, on sys.path through conftest.py
 import pytest
 
 from keras_bert_lite.data.corpora import builtin_documents, deduplicate_sentences
 from keras_bert_lite.text.tokenizer import BertTokenizer
-from keras_bert_lite.training import demo_data
 
 
-def _ngrams(sentence, n=demo_data.CONTAMINATION_NGRAM):
+def _ngrams(sentence, n=main_job_data.CONTAMINATION_NGRAM):
     words = re.findall(r"\w+", sentence.lower())
     return {tuple(words[i: i + n]) for i in range(len(words) - n + 1)}
 
@@ -23,7 +23,7 @@ def test_split_holds_out_every_tenth_document_and_drops_near_copies():
     words = heldout_sentence.split()
     near_copy = " ".join(words[:-1] + ["differently."])
     documents[11] = [*documents[11], near_copy]
-    train, heldout, dropped = demo_data.split_heldout(documents)
+    train, heldout, dropped = main_job_data.split_heldout(documents)
     assert heldout == documents[::10]
     assert near_copy not in {s for d in train for s in d} and dropped >= 1
     heldout_ngrams = {g for d in heldout for s in d for g in _ngrams(s)}
@@ -32,7 +32,7 @@ def test_split_holds_out_every_tenth_document_and_drops_near_copies():
     assert kept + dropped >= sum(len(d) for i, d in enumerate(documents) if i % 10) - 2 * len(documents)
     assert dropped < 0.05 * kept  # near-copies are rare once sentences are deduplicated
     with pytest.raises(ValueError, match="every must be >= 2"):
-        demo_data.split_heldout(documents, every=1)
+        main_job_data.split_heldout(documents, every=1)
 
 
 def test_shown_sentences_follow_the_fixed_rule():
@@ -43,26 +43,26 @@ def test_shown_sentences_follow_the_fixed_rule():
         ["Short one here."],
         ["The code reads every word once here and here.", "The model reads every word once, again here."],
     ]
-    chosen = demo_data.shown_sentences(heldout, 2, tokenizer, seq_length=64)
+    chosen = main_job_data.shown_sentences(heldout, 2, tokenizer, seq_length=64)
     # Documents 0 and 1 start the two searches; document 1 has no sentence of 8+ plain words, so
     # the second search moves on to document 2. The middle one-token word of 4+ letters is masked.
     assert chosen == [("The model reads every word once here, in order.", 4),
                       ("The code reads every word once here and here.", 4)]
     assert [s.split()[i] for s, i in chosen] == ["word", "word"]
-    assert demo_data.shown_sentences(heldout, 0, tokenizer, 64) == []
+    assert main_job_data.shown_sentences(heldout, 0, tokenizer, 64) == []
     # A word that would be cut off by the sequence length is not chosen: the next candidate is.
-    assert demo_data.shown_sentences(heldout, 1, tokenizer, seq_length=6) == []
-    assert demo_data.masked_word_position(tokenizer, "The model reads, every word.", 3) == 5
+    assert main_job_data.shown_sentences(heldout, 1, tokenizer, seq_length=6) == []
+    assert main_job_data.masked_word_position(tokenizer, "The model reads, every word.", 3) == 5
 
 
 @pytest.fixture(scope="module")
 def settings():
-    return demo_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=32,
+    return main_job_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=32,
                                       max_predictions_per_seq=5, dupe_factor=1, num_shown=2)
 
 
 def test_build_writes_everything_and_reuses_it(settings, tmp_path):
-    data = demo_data.build_demo_data(str(tmp_path), settings, progress=False)
+    data = main_job_data.build_demo_data(str(tmp_path), settings, progress=False)
     assert data.vocab_file == str(tmp_path / "vocab.txt") and len(data.shown_sentences) == 2
     assert data.corpus["documents"] == 60 and data.corpus["heldout_documents"] == 6
     files = sorted(p.name for p in (tmp_path / "data").iterdir())
@@ -70,10 +70,10 @@ def test_build_writes_everything_and_reuses_it(settings, tmp_path):
     manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert manifest["settings"]["vocab_size"] == 300 and manifest["corpus"] == data.corpus
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "data").iterdir()}
-    assert demo_data.build_demo_data(str(tmp_path), settings) == data  # reused, not rebuilt
+    assert main_job_data.build_demo_data(str(tmp_path), settings) == data  # reused, not rebuilt
     assert stamps == {p.name: p.stat().st_mtime_ns for p in (tmp_path / "data").iterdir()}
     # Other settings rebuild, unless checkpoints were trained on the old data.
     (tmp_path / "checkpoints").mkdir()
     with pytest.raises(ValueError, match="has checkpoints but its data was made with other settings"):
-        demo_data.build_demo_data(str(tmp_path), dataclasses.replace(settings, dupe_factor=2))
+        main_job_data.build_demo_data(str(tmp_path), dataclasses.replace(settings, dupe_factor=2))
     assert not [p for p in tmp_path.rglob("*") if "partial" in p.name]

@@ -3,6 +3,8 @@
 import re
 
 import keras
+import main_job_data  # tpu/, on sys.path through conftest.py
+import main_job_report
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,7 +13,6 @@ from keras_bert_lite.config import BertConfig
 from keras_bert_lite.data.pretraining.reader import pretraining_dataset
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 from keras_bert_lite.text.tokenizer import load_vocabulary
-from keras_bert_lite.training import demo_data, demo_evaluation
 from keras_bert_lite.training.optimization import create_optimizer
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 
@@ -20,9 +21,9 @@ SEQ, PREDICTIONS, BATCH = 32, 5, 16
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    settings = demo_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=SEQ,
+    settings = main_job_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=SEQ,
                                           max_predictions_per_seq=PREDICTIONS, dupe_factor=1, num_shown=3)
-    return demo_data.build_demo_data(str(tmp_path_factory.mktemp("demo")), settings, progress=False)
+    return main_job_data.build_demo_data(str(tmp_path_factory.mktemp("demo")), settings, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def _read(files, num_examples=None):
 
 
 def test_baselines_count_labels_of_the_evaluated_examples(data):
-    reference = demo_evaluation.baselines(data.train_files, data.heldout_files, SEQ, PREDICTIONS, num_examples=32)
+    reference = main_job_report.baselines(data.train_files, data.heldout_files, SEQ, PREDICTIONS, num_examples=32)
     _, train = _read(data.train_files)
     _, heldout = _read(data.heldout_files, 32)
     train_ids = train["masked_lm_ids"][train["masked_lm_weights"] > 0]
@@ -59,7 +60,7 @@ def test_baselines_count_labels_of_the_evaluated_examples(data):
 
 
 def test_heldout_top5_accuracy_matches_the_model_outputs(data, loop):
-    metrics = demo_evaluation.evaluate_heldout(loop, data.heldout_files, SEQ, PREDICTIONS)
+    metrics = main_job_report.evaluate_heldout(loop, data.heldout_files, SEQ, PREDICTIONS)
     examples = metrics["examples"]
     features, labels = _read(data.heldout_files, examples)
     assert examples == len(labels["masked_lm_ids"]) - len(labels["masked_lm_ids"]) % BATCH > 0
@@ -75,11 +76,11 @@ def test_heldout_top5_accuracy_matches_the_model_outputs(data, loop):
     assert metrics["mlm_top5_accuracy"] > metrics["mlm_accuracy"]
     with pytest.raises(ValueError, match="fewer than one batch"):
         big = PretrainingLoop(loop.strategy, loop.model, loop.optimizer, 4096)
-        demo_evaluation.evaluate_heldout(big, data.heldout_files, SEQ, PREDICTIONS)
+        main_job_report.evaluate_heldout(big, data.heldout_files, SEQ, PREDICTIONS)
 
 
 def test_predictions_for_the_shown_words(data, loop):
-    shown = demo_evaluation.predict_masked_words(loop.model, data.vocab_file, data.shown_sentences, SEQ)
+    shown = main_job_report.predict_masked_words(loop.model, data.vocab_file, data.shown_sentences, SEQ)
     assert len(shown) == len(data.shown_sentences) == 3
     vocabulary = load_vocabulary(data.vocab_file)
     for example, (sentence, index) in zip(shown, data.shown_sentences):
@@ -89,16 +90,16 @@ def test_predictions_for_the_shown_words(data, loop):
         probabilities = [p for _, p in example["predictions"]]
         assert len(tokens) == 5 and set(tokens) <= set(vocabulary)
         assert probabilities == sorted(probabilities, reverse=True) and 0 < sum(probabilities) <= 1 + 1e-6
-    report = demo_evaluation.format_report(
+    report = main_job_report.format_report(
         dict(mlm_accuracy=0.3, mlm_top5_accuracy=0.5, nsp_accuracy=0.8, mlm_loss=3.0, nsp_loss=0.4),
         dict(mlm_accuracy=0.06, mlm_top5_accuracy=0.2, nsp_accuracy=0.5, examples=32, masked_tokens=150),
-        shown, demo_data.SHOWN_RULE)
-    assert re.search(r"MLM accuracy \(top-5\) +0\.5000 +0\.2000", report) and demo_data.SHOWN_RULE in report
+        shown, main_job_data.SHOWN_RULE)
+    assert re.search(r"MLM accuracy \(top-5\) +0\.5000 +0\.2000", report) and main_job_data.SHOWN_RULE in report
     assert report.count("answer: ") == 3
     curve = [dict(step=1000, train_seconds=30.0, mlm_accuracy=0.1), dict(step=2000, train_seconds=60.0, mlm_accuracy=0.3)]
-    with_curve = demo_evaluation.format_report(
+    with_curve = main_job_report.format_report(
         dict(mlm_accuracy=0.3, mlm_top5_accuracy=0.5, nsp_accuracy=0.8, mlm_loss=3.0, nsp_loss=0.4),
         dict(mlm_accuracy=0.06, mlm_top5_accuracy=0.2, nsp_accuracy=0.5, examples=32, masked_tokens=150),
-        shown, demo_data.SHOWN_RULE, curve)
+        shown, main_job_data.SHOWN_RULE, curve)
     assert with_curve.startswith("Held-out MLM accuracy during training: 0.100 at step 1000 (0.5 min), "
                                  "0.300 at step 2000 (1.0 min).\n") and with_curve.endswith(report)

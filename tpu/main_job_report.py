@@ -1,5 +1,7 @@
 """What the main job learned: held-out accuracy against baselines, and predictions for masked words.
 
+Part of the main job, next to `pretrain.py`, which imports it as a sibling module.
+
 The baselines are the accuracies of predictions made without the model, from the training
 data alone: the most frequent masked training token (top-1) and the five most frequent (top-5)
 for masked-LM, the majority training label for next-sentence prediction. They are counted over
@@ -20,11 +22,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
+from main_job_data import masked_word_position
 
-from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
-from keras_bert_lite.data.pretraining.reader import pretraining_dataset
+from keras_bert_lite.data import pretraining_dataset, pretraining_feature_spec
 from keras_bert_lite.text.preprocessor import BertPreprocessor
-from keras_bert_lite.training.demo_data import masked_word_position
 
 TOP_K = 5
 _READ_BATCH = 1024

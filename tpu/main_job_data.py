@@ -1,6 +1,7 @@
 """The main job's data: the built-in corpus, split honestly into training and held-out documents.
 
-`tpu/pretrain.py` without `--input_files` pre-trains on the built-in corpus (Python's own
+Part of the main job, next to `pretrain.py`, which imports it as a sibling module. `pretrain.py`
+without `--input_files` pre-trains on the built-in corpus (Python's own
 documentation and the docstrings of the packages keras_bert_lite depends on, deduplicated). Every
 `HELDOUT_EVERY`-th document is held out, and training sentences that share a run of
 `CONTAMINATION_NGRAM` words with a held-out sentence are dropped, so near-copies of held-out text
@@ -29,8 +30,8 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.atomic import write_text_atomically
-from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, builtin_documents, deduplicate_sentences
-from keras_bert_lite.data.pretraining.writer import create_pretraining_data
+from keras_bert_lite.data import builtin_documents, create_pretraining_data
+from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, deduplicate_sentences
 from keras_bert_lite.text.tokenizer import BertTokenizer
 from keras_bert_lite.text.vocab import build_vocab
 

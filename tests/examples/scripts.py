@@ -1,0 +1,80 @@
+"""Runs the scripts of tpu/ and examples/ in the test process: flag and bad-input checks without a
+fresh Python + TensorFlow process each (the claims that need one keep their subprocess).
+
+Every script has a `run(argv)` entry (what `python script.py` calls) that parses absl flags and
+ends with `SystemExit`; bad input is one line `<script>.py: error: ...` on stderr and exit code 1.
+Tests run with --import-mode=importlib: load this module with `scripts_module()` (one copy in
+`sys.modules` for the whole session, whose record of loaded flags every test file shares).
+"""
+
+import importlib.util
+import logging
+import os
+import pathlib
+import re
+import sys
+import types
+
+from absl import flags
+from absl import logging as absl_logging
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+# Flags defined by the scripts loaded so far: dropped before the next load, so that one script's
+# required flags or validators never apply to another's run.
+_LOADED_FLAGS: set[str] = set()
+
+
+def load_script(path: os.PathLike) -> types.ModuleType:
+    """Imports the script at `path` as a new module, its folder first on `sys.path` (for its sibling
+    imports: `common`, `script_runner`, `main_job_data`). The absl flags of scripts loaded before,
+    and those it defines itself, are dropped first, so any script can be loaded (again) in one
+    process."""
+    path = pathlib.Path(path)
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    sources = path.read_text()
+    if path.parent.name == "examples":
+        sources += (path.parent / "common.py").read_text()
+    _LOADED_FLAGS.update(re.findall(r'DEFINE_\w+\(\s*"(\w+)"', sources))
+    for name in _LOADED_FLAGS:
+        if name in flags.FLAGS:
+            delattr(flags.FLAGS, name)
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_script", path)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # as an import would (dataclasses)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_script(path: os.PathLike, capfd, *argv: str) -> tuple[int, str, str]:
+    """The script at `path`, freshly loaded, run on `argv` as `python path argv...` would run it,
+    in this process; returns (exit code, its stdout, its stderr and absl log messages)."""
+    module = load_script(path)
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage() + "\n")
+    logging.getLogger("absl").addHandler(handler)
+    capfd.readouterr()
+    # absl's handler writes to the stream it was given first, possibly one an earlier test's capture closed.
+    absl_logging.get_absl_handler().python_handler.stream = sys.stderr
+    try:
+        module.run([str(path), *map(str, argv)])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        logging.getLogger("absl").removeHandler(handler)
+    out, err = capfd.readouterr()
+    return code, out, err + "".join(messages)
+
+
+def one_error(path: os.PathLike, capfd, *argv: str) -> str:
+    """The single error line of a run that fails on bad input (exit code 1, no traceback), without
+    its `<script>.py: error: ` prefix."""
+    code, _, stderr = run_script(path, capfd, *argv)
+    assert code == 1, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    prefix = f"{pathlib.Path(path).name}: error: "
+    (line,) = [line for line in stderr.splitlines() if line.startswith(prefix)]
+    return line[len(prefix):]
