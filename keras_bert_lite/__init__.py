@@ -52,6 +52,7 @@ from keras_bert_lite.models import (
     text_dataset,
 )
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
+from keras_bert_lite.optimization import create_optimizer
 from keras_bert_lite.text import (
     BertPackInputs,
     BertPreprocessor,
@@ -62,7 +63,6 @@ from keras_bert_lite.text import (
 )
 from keras_bert_lite.training import (
     PretrainingLoop,
-    create_optimizer,
     export_pretrained,
     get_strategy,
     run_pretraining,

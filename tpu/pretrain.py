@@ -55,6 +55,7 @@ from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, expand_file_patter
 from keras_bert_lite.data.pretraining_files import check_pretraining_files  # noqa: E402
 from keras_bert_lite.data.pretraining_reader import pretraining_dataset  # noqa: E402
 from keras_bert_lite.models import BertEncoder, BertPretrainer  # noqa: E402
+from keras_bert_lite.optimization import OPTIMIZER_TYPES, create_optimizer  # noqa: E402
 from keras_bert_lite.text.tokenizer import load_vocabulary  # noqa: E402
 from keras_bert_lite.training import demo_data, demo_evaluation  # noqa: E402
 from keras_bert_lite.training.distribute import (  # noqa: E402
@@ -65,7 +66,6 @@ from keras_bert_lite.training.distribute import (  # noqa: E402
     precision_policy,
     use_jit_compile,
 )
-from keras_bert_lite.training.optimization import OPTIMIZER_TYPES, create_optimizer  # noqa: E402
 from keras_bert_lite.training.pretraining_driver import CHECKPOINT_SUBDIR, run_pretraining  # noqa: E402
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E402
 from keras_bert_lite.training.run_checkpoints import export_pretrained, restore_model_weights  # noqa: E402

@@ -21,6 +21,8 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.optimization import WarmupLinearDecay, create_optimizer
+
 # The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
 DEFAULT_LEARNING_RATE = 5e-5
 DEFAULT_WARMUP_PROPORTION = 0.1
@@ -66,8 +68,6 @@ class DefaultOptimizer:
 
     def placeholder(self) -> keras.optimizers.Optimizer:
         """BERT's AdamW, its schedule left to `fit` (see `ConstantUntilFit`)."""
-        from keras_bert_lite.training.optimization import create_optimizer  # training imports the models
-
         optimizer = create_optimizer(self.learning_rate, 1, 0)
         optimizer.learning_rate = ConstantUntilFit(self.learning_rate)
         return optimizer
@@ -83,8 +83,6 @@ class DefaultOptimizer:
             ValueError: the steps would run past the end of the schedule set earlier (the learning
                 rate is 0 there, so they would not train).
         """
-        from keras_bert_lite.training.optimization import WarmupLinearDecay  # training imports the models
-
         done = int(optimizer.iterations)
         if self.num_train_steps is None:
             optimizer.learning_rate = WarmupLinearDecay(

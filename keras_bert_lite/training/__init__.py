@@ -4,8 +4,8 @@ The main job of `tpu/pretrain.py` (built-in corpus, held-out evaluation against 
 `training.demo_data` and `training.demo_evaluation`, outside this public API.
 """
 
+from keras_bert_lite.optimization import AdamW, WarmupLinearDecay, create_optimizer
 from keras_bert_lite.training.distribute import STRATEGIES, get_strategy, precision_policy, use_jit_compile
-from keras_bert_lite.training.optimization import AdamW, WarmupLinearDecay, create_optimizer
 from keras_bert_lite.training.pretraining_driver import run_pretraining
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 from keras_bert_lite.training.run_checkpoints import (

@@ -16,7 +16,7 @@ from keras_bert_lite.interop import save_google_checkpoint, save_hf_checkpoint
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.default_compile import ConstantUntilFit
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite.training.optimization import WarmupLinearDecay
+from keras_bert_lite.optimization import WarmupLinearDecay
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "warm", "funny", "film", "dull", "slow", "and",
          "great", "bad", ",", "."]
