@@ -18,6 +18,9 @@ Work measured:
   positions (+ NSP for keras_bert_lite; KerasHub's BertMaskedLM and Hugging Face's
   BertForMaskedLM have no NSP head, a [batch, H] x [H, 2] difference) + AdamW update.
 - infer: encoder forward only, dropout off.
+- features (ours only): `BertFeatureExtractor`'s default features (the last four layers,
+  concatenated), dropout off; a line under its table divides its step time by ours' `infer` row's
+  (the encoder alone) when both were measured: the extractor should cost no more than that encoder.
 Rows: `ours`/`keras_hub` run the step as a plain `tf.function`, `*_xla*` with `jit_compile=True`;
 `*_bf16` rows use bfloat16 matmuls (Keras' `mixed_bfloat16` policy, oneDNN bf16 kernels on CPUs;
 for Hugging Face `torch.autocast(device, torch.bfloat16)`); `hf` is PyTorch eager. `matmuls`/
@@ -79,7 +82,7 @@ def define_flags():
         "A16 I4096, batch 8).",
     )
     flags.DEFINE_integer("batch_size", None, "Sequences per step for every config (default: each config's own).")
-    flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure.")
+    flags.DEFINE_list("modes", ["train", "infer"], "Jobs to measure: train, infer, features (ours' rows only).")
     flags.DEFINE_list(
         "libraries",
         ["ours", "ours_xla", "keras_hub", "keras_hub_xla", "hf", "matmuls", "matmuls_xla",
@@ -114,12 +117,20 @@ ROWS = {  # library, jit_compile, bf16
 NVIDIA_BERT_LARGE_SEQ_PER_S = 485.6
 
 
+MODES = ("train", "infer", "features")
+
+
+def libraries(mode: str) -> list[str]:
+    """The `--libraries` rows measured in `mode`: `features` has ours' rows only."""
+    return [lib for lib in FLAGS.libraries if mode != "features" or ROWS[lib][0] == "ours"]
+
+
 def flops_per_step(config: str, mode: str, batch: int) -> float:
     layers, hidden, _, intermediate, _ = CONFIGS[config]
     layer_params = 4 * hidden * hidden + 2 * hidden * intermediate
     tokens = batch * SEQ
     forward = 2 * layer_params * layers * tokens + 4 * SEQ * SEQ * hidden * layers * batch
-    if mode == "infer":
+    if mode != "train":
         return forward
     forward += 2 * (hidden * hidden + hidden * VOCAB) * batch * PREDICTIONS
     return 3 * forward
@@ -129,7 +140,7 @@ def executed_flops_per_step(library: str, config: str, mode: str, batch: int) ->
     """`flops_per_step` less what a library skips: ours' training step runs its last layer's
     queries, attention output and feed-forward at 1 + PREDICTIONS positions, keys and values at all."""
     flops = flops_per_step(config, mode, batch)
-    if mode == "infer" or ROWS[library][0] != "ours":
+    if mode != "train" or ROWS[library][0] != "ours":
         return flops
     _, hidden, _, intermediate, _ = CONFIGS[config]
     skipped_rows = batch * (SEQ - 1 - PREDICTIONS)
@@ -183,6 +194,9 @@ def tf_step(library: str, config: str, mode: str, batch: int, xla: bool, bf16: b
         inputs = {"input_word_ids": data["ids"], "input_mask": data["mask"], "input_type_ids": data["types"]}
         if mode == "infer":
             return tf.function(lambda: encoder(inputs, training=False)["sequence_output"], jit_compile=xla)
+        if mode == "features":
+            extractor = kbl.BertFeatureExtractor(encoder)
+            return tf.function(lambda: extractor(inputs, training=False), jit_compile=xla)
         model = kbl.BertPretrainer(encoder)
         features = {**inputs, "masked_lm_positions": data["positions"]}
         labels = {"masked_lm_ids": data["labels"], "masked_lm_weights": tf.ones(data["labels"].shape),
@@ -191,7 +205,7 @@ def tf_step(library: str, config: str, mode: str, batch: int, xla: bool, bf16: b
         def loss_fn():
             return kbl.pretraining_losses(labels, model(features, training=True))[0]
 
-        adamw = kbl.training.AdamW  # keras.optimizers.AdamW's math, one fused kernel per variable
+        adamw = kbl.training.AdamW  # keras.optimizers.AdamW under our registered name
     else:
         import keras_hub
 
@@ -479,8 +493,11 @@ def main(argv):
     if unknown:
         raise app.UsageError(f"unknown rows or configs {unknown}; rows: {', '.join(ROWS)}; "
                              f"configs: {', '.join(CONFIGS)}.")
+    unknown_modes = sorted(set(FLAGS.modes) - set(MODES))
+    if unknown_modes:
+        raise app.UsageError(f"unknown modes {unknown_modes}; modes: {', '.join(MODES)}.")
     specs = ["ceiling:-:-"] + [
-        f"{lib}:{config}:{mode}" for config in FLAGS.configs for mode in FLAGS.modes for lib in FLAGS.libraries
+        f"{lib}:{config}:{mode}" for config in FLAGS.configs for mode in FLAGS.modes for lib in libraries(mode)
     ]
     runs = {spec: [] for spec in specs}
     progress = tqdm.tqdm(total=FLAGS.rounds * len(specs), desc="measurements", file=sys.stderr)
@@ -514,7 +531,7 @@ def main(argv):
     print("-" * len(header))
     for config in FLAGS.configs:
         for mode in FLAGS.modes:
-            rows = {lib: best_of(runs[f"{lib}:{config}:{mode}"]) for lib in FLAGS.libraries}
+            rows = {lib: best_of(runs[f"{lib}:{config}:{mode}"]) for lib in libraries(mode)}
             ours = {  # ours' best per precision
                 precision: max((r.get("seq_per_s", 0) for lib, r in rows.items() if lib in libs), default=0)
                 for precision, libs in (("float32", ("ours", "ours_xla")), ("bf16", ("ours_bf16", "ours_xla_bf16")))
@@ -532,6 +549,12 @@ def main(argv):
             lead = matmuls_lead_line(rows)
             if lead:
                 print(lead)
+            if mode == "features" and "infer" in FLAGS.modes:
+                for lib, r in rows.items():
+                    encoder = best_of(runs[f"{lib}:{config}:infer"])
+                    if "error" not in r and "error" not in encoder:
+                        print(f"{lib}: BertFeatureExtractor takes {encoder['seq_per_s'] / r['seq_per_s']:.2f}x "
+                              "the encoder's time alone (its infer row)")
             if config == "large" and mode == "train" and gpus["TensorFlow"] and ours["bf16"]:
                 print(f"NVIDIA's published TF2 BERT-large pre-training, one A100-80GB, mixed precision, seq 128: "
                       f"{NVIDIA_BERT_LARGE_SEQ_PER_S} seq/s; ours' best bf16 row here: {ours['bf16']:.1f} seq/s "

@@ -27,7 +27,7 @@ from tqdm import tqdm  # noqa: E402
 
 from keras_bert_lite.config import PRESETS, BertConfig  # noqa: E402
 from keras_bert_lite.models import BertEncoder, BertPretrainer  # noqa: E402
-from keras_bert_lite.training.optimization import create_optimizer  # noqa: E402
+from keras_bert_lite.optimization import create_optimizer  # noqa: E402
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E402
 
 FLAGS = flags.FLAGS

@@ -41,8 +41,8 @@ from keras_bert_lite.config import BertConfig  # noqa: E402
 from keras_bert_lite.models.checkpoint_folder import from_checkpoint  # noqa: E402
 from keras_bert_lite.models.encoder import BertEncoder  # noqa: E402
 from keras_bert_lite.models.saving import save_model  # noqa: E402
+from keras_bert_lite.optimization import create_optimizer  # noqa: E402
 from keras_bert_lite.text.preprocessor import BertPreprocessor  # noqa: E402
-from keras_bert_lite.training.optimization import create_optimizer  # noqa: E402
 from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints  # noqa: E402
 
 # TensorFlow's own Python logger narrates SavedModel writing at INFO ("Assets written to", each line

@@ -6,8 +6,8 @@
     outputs = encoder(prep(["the cat sat on the mat"]))
 
     clf = kbl.BertClassifier.from_checkpoint("all-MiniLM-L6-v2", num_classes=2, seq_length=128)
-    clf.fit(["a warm, funny film", "dull"], [1, 0], epochs=3)   # BERT's AdamW schedule by default
-    clf.predict(["an instant classic"])                          # probabilities
+    clf.fit(["a warm, funny film", "dull"], [1, 0], epochs=3)   # BERT's AdamW, constant 5e-5, by default
+    clf.predict(["an instant classic"])                          # logits
 """
 
 from keras_bert_lite import tf_startup  # noqa: F401 - first: it acts before TensorFlow loads
@@ -51,6 +51,7 @@ from keras_bert_lite.models import (
 )
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
 from keras_bert_lite.models.release_folders import from_google_checkpoint, from_hf_checkpoint
+from keras_bert_lite.optimization import AdamW, WarmupLinearDecay, create_optimizer
 from keras_bert_lite.text import (
     BertPackInputs,
     BertPreprocessor,
@@ -61,7 +62,6 @@ from keras_bert_lite.text import (
 )
 from keras_bert_lite.training import (
     PretrainingLoop,
-    create_optimizer,
     export_pretrained,
     get_strategy,
     run_pretraining,
@@ -70,6 +70,7 @@ from keras_bert_lite.training import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdamW",
     "BertClassifier",
     "BertConfig",
     "BertEmbeddings",
@@ -94,6 +95,7 @@ __all__ = [
     "build_vocab",
     "builtin_documents",
     "check_pretraining_files",
+    "WarmupLinearDecay",
     "create_optimizer",
     "create_pretraining_data",
     "export_encoder",

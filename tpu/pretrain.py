@@ -52,6 +52,7 @@ from keras_bert_lite.config import PRESETS, BertConfig
 from keras_bert_lite.data import check_pretraining_files, pretraining_dataset
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, expand_file_patterns
 from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.optimization import OPTIMIZER_TYPES, create_optimizer
 from keras_bert_lite.text.tokenizer import load_vocabulary
 from keras_bert_lite.training.distribute import (
     JIT_SETTINGS,
@@ -61,7 +62,6 @@ from keras_bert_lite.training.distribute import (
     precision_policy,
     use_jit_compile,
 )
-from keras_bert_lite.training.optimization import OPTIMIZER_TYPES, create_optimizer
 from keras_bert_lite.training.pretraining_driver import CHECKPOINT_SUBDIR, run_pretraining
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 from keras_bert_lite.training.run_checkpoints import (

@@ -128,11 +128,13 @@ def layer_norm(layer: keras.layers.LayerNormalization, x, training=None):
     last_axis_only = list(axis) in ([-1], [len(x.shape) - 1])
     if not (enabled() and last_axis_only and layer.center and layer.scale and not layer.rms_scaling):
         return layer(x)
-    normalize = functools.partial(_layer_norm_last_axis, epsilon=float(layer.epsilon))
     # As in Keras' own call (the layer does not autocast), `x` is normalized as it comes, and
     # only the output is cast to the compute dtype.
     args = (tf.convert_to_tensor(x), tf.convert_to_tensor(layer.gamma), tf.convert_to_tensor(layer.beta))
-    outputs = with_compiled_gradient(normalize)(*args) if training else normalize(*args)
+    if training:
+        outputs = with_compiled_gradient(_layer_norm_last_axis, epsilon=float(layer.epsilon))(*args)
+    else:
+        outputs = _layer_norm_last_axis(*args, epsilon=float(layer.epsilon))
     return tf.cast(outputs, layer.compute_dtype)
 
 
@@ -263,44 +265,11 @@ def _compiled_cross_entropy(logits, labels):
     return nll, lambda upstream: (upstream[:, None] * gradient, None)
 
 
-def adamw_step(variable, momentum, velocity, gradient, alpha, momentum_rate, velocity_rate, epsilon):
-    """One variable's Adam update in place (the weight decay of AdamW is Keras' own pass):
-
-        m += (g - m) momentum_rate;  v += (g^2 - v) velocity_rate;  w -= alpha m / (sqrt(v) + epsilon)
-
-    Accelerated, XLA fuses the arithmetic into one pass over the four tensors instead of about a
-    dozen ops that each read and write a whole variable-sized tensor. The compiled function takes
-    and returns tensors only: a trace that held a variable would outlive it (and be reused for a
-    new variable of the same shape), so the three assignments stay outside.
-
-    Args:
-        variable, momentum, velocity: float `tf.Variable`s of one shape.
-        gradient: float tensor of that shape.
-        alpha: the bias-corrected step size; momentum_rate, velocity_rate: 1 - beta_1,
-            1 - beta_2; epsilon: Adam's epsilon (all float scalars of the variable's dtype).
-    """
-    step = _compiled_adam_values if enabled() else _adam_values
-    new_variable, new_momentum, new_velocity = step(
-        variable.read_value(), momentum.read_value(), velocity.read_value(), gradient,
-        alpha, momentum_rate, velocity_rate, epsilon,
-    )
-    momentum.assign(new_momentum)
-    velocity.assign(new_velocity)
-    variable.assign(new_variable)
-
-
-def _adam_values(variable, momentum, velocity, gradient, alpha, momentum_rate, velocity_rate, epsilon):
-    """Tensors [*], [*], [*], [*] and scalars -> the updated (variable, momentum, velocity)."""
-    momentum = momentum + (gradient - momentum) * momentum_rate
-    velocity = velocity + (tf.square(gradient) - velocity) * velocity_rate
-    return variable - alpha * momentum / (tf.sqrt(velocity) + epsilon), momentum, velocity
-
-
-_compiled_adam_values = tf.function(_adam_values, jit_compile=True, autograph=False)
-
-
-@functools.cache  # one compiled program per function and shape, shared by every layer using it
-def with_compiled_gradient(fn: Callable) -> Callable:
+# Keyed by what is compiled (the function and its constants), so every layer of every model and
+# trace with equal settings shares one compiled program per input shape; bounded, as callers may
+# pass any constants.
+@functools.lru_cache(maxsize=64)
+def with_compiled_gradient(fn: Callable, **constants) -> Callable:
     """Returns `fn` (same forward ops) with an XLA-compiled gradient that recomputes `fn`.
 
     Only the inputs are kept between the passes (as with `tf.recompute_grad`), not the
@@ -308,7 +277,9 @@ def with_compiled_gradient(fn: Callable) -> Callable:
 
     Args:
         fn: a function of float tensors returning one tensor, made of ops XLA can compile;
-            gradients flow to every argument.
+            gradients flow to every argument. Pass a module-level function (not a new lambda or
+            `functools.partial` per call, which would compile anew each time).
+        **constants: hashable keyword arguments bound to `fn` (e.g. a LayerNorm's epsilon).
 
     Returns:
         A function with `fn`'s signature (positional tensor arguments only) and outputs.
@@ -323,6 +294,7 @@ def with_compiled_gradient(fn: Callable) -> Callable:
         >>> [round(float(g), 3) for g in tape.gradient(y, x)]  # sigmoid(x)
         [0.5, 0.731]
     """
+    fn = functools.partial(fn, **constants)
     backward = _compiled_backward(fn)
 
     @tf.custom_gradient
@@ -332,7 +304,6 @@ def with_compiled_gradient(fn: Callable) -> Callable:
     return call
 
 
-@functools.cache
 def _compiled_backward(fn: Callable) -> Callable:
     """XLA-compiled `backward(upstream, *args)`: the gradients of `fn` with respect to every
     argument, recomputing `fn` inside the kernel."""
@@ -347,7 +318,7 @@ def _compiled_backward(fn: Callable) -> Callable:
     return backward
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # one entry per activation function
 def _activation_matmul(fn: Callable) -> Callable:
     """`(x, kernel) -> tf.matmul(fn(x), kernel)` keeping only `x` for the backward pass, which
     recomputes `fn(x)` in a compiled kernel once the upstream gradient is there."""

@@ -71,7 +71,8 @@ class BertFeatureExtractor(TextTaskModel):
         if combine not in COMBINE_MODES:
             raise ValueError(f"BertFeatureExtractor: combine must be one of {COMBINE_MODES}, got {combine!r}.")
         inputs = encoder_inputs()
-        layers = [encoder(inputs)["encoder_outputs"][i] for i in layer_indices]
+        encoder_outputs = encoder(inputs)["encoder_outputs"]  # one call: every layer's output
+        layers = [encoder_outputs[i] for i in layer_indices]
         if combine == "concat":
             features = ops.concatenate(layers, axis=-1) if len(layers) > 1 else layers[0]
         else:

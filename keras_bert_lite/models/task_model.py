@@ -22,6 +22,7 @@ from keras_bert_lite.models.checkpoint_folder import from_checkpoint
 from keras_bert_lite.models.rebuild import RebuiltModel
 from keras_bert_lite.models.saving import save_model
 from keras_bert_lite.models.text_inputs import holds_text
+from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamW
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 # The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
@@ -81,11 +82,8 @@ def default_optimizer() -> keras.optimizers.Optimizer:
     the same rate. For BERT's linear warmup and decay to 0 over a known number of steps, compile
     with `keras_bert_lite.create_optimizer(init_lr, num_train_steps, num_warmup_steps)`.
     """
-    # TODO(merge): take `AdamW` and `DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY` from `keras_bert_lite.optimization`
-    # (the same Keras AdamW, registered under our name) once it moves there, below `models`; from
-    # `keras_bert_lite.training` it would be an import circle (training imports the models).
-    optimizer = keras.optimizers.AdamW(DEFAULT_LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
-    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])  # LayerNorm weights, all biases
+    optimizer = AdamW(DEFAULT_LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    optimizer.exclude_from_weight_decay(var_names=list(DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY))  # LayerNorm, biases
     return optimizer
 
 

@@ -1,11 +1,11 @@
-"""Pre-training at scale: BERT's optimizer, strategies, the distributed loop and checkpoints.
+"""Pre-training at scale: strategies, the distributed loop and run checkpoints (BERT's optimizer is
+`keras_bert_lite.optimization`).
 
 The main job of `tpu/pretrain.py` (built-in corpus, held-out evaluation against baselines) lives
 next to it in `tpu/`.
 """
 
 from keras_bert_lite.training.distribute import STRATEGIES, get_strategy, precision_policy, use_jit_compile
-from keras_bert_lite.training.optimization import AdamW, WarmupLinearDecay, create_optimizer
 from keras_bert_lite.training.pretraining_driver import run_pretraining
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 from keras_bert_lite.training.run_checkpoints import (
@@ -16,13 +16,10 @@ from keras_bert_lite.training.run_checkpoints import (
 )
 
 __all__ = [
-    "AdamW",
     "STRATEGIES",
     "NonFiniteLossError",
     "PretrainingLoop",
     "TrainingCheckpoints",
-    "WarmupLinearDecay",
-    "create_optimizer",
     "export_pretrained",
     "get_strategy",
     "precision_policy",

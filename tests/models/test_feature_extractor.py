@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.encoder import BertEncoder
@@ -48,6 +49,19 @@ def test_single_layer_and_round_trip(encoder, inputs, tmp_path):
     loaded = keras.models.load_model(path)
     assert loaded.layer_indices == (-2,) and loaded.combine == "concat"
     np.testing.assert_array_equal(model(inputs, training=False), loaded(inputs, training=False))
+
+
+def _matmuls(model, inputs) -> int:
+    graph = tf.function(lambda: model(inputs, training=False)).get_concrete_function().graph
+    return sum(op.type in ("MatMul", "BatchMatMulV2") for op in graph.get_operations())
+
+
+def test_the_encoder_runs_once_whatever_the_number_of_layers(encoder, inputs):
+    """The traced graph holds the encoder's matrix products once, not once per requested layer."""
+    once = _matmuls(encoder, inputs)
+    assert once > 0
+    for layer_indices in [(-1,), (-1, -2, -3, -4), (0, 0, 1)]:
+        assert _matmuls(BertFeatureExtractor(encoder, layer_indices=layer_indices), inputs) == once
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_bert_lite.config import BertConfig  # noqa: E402
 from keras_bert_lite.models import BertEncoder, BertPretrainer  # noqa: E402
-from keras_bert_lite.training.optimization import create_optimizer  # noqa: E402
+from keras_bert_lite.optimization import create_optimizer  # noqa: E402
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop  # noqa: E402
 
 VOCAB, SEQ, PREDICTIONS = 120, 16, 4

@@ -12,8 +12,8 @@ import tensorflow as tf
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.data.pretraining.reader import pretraining_dataset
 from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.optimization import create_optimizer
 from keras_bert_lite.text.tokenizer import load_vocabulary
-from keras_bert_lite.training.optimization import create_optimizer
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 
 SEQ, PREDICTIONS, BATCH = 32, 5, 16

@@ -22,7 +22,7 @@ from keras_bert_lite import tf_startup
 from keras_bert_lite.data.corpora import builtin_documents
 from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
-from keras_bert_lite.training.optimization import WarmupLinearDecay
+from keras_bert_lite.optimization import WarmupLinearDecay
 
 SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
 STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY = 200, 20, 1e-3, 50

@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_bert_lite.interop import save_google_checkpoint
 from keras_bert_lite.models import BertEncoder, BertPretrainer, pretraining_losses
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint
-from keras_bert_lite.training.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_lite.optimization import WarmupLinearDecay, create_optimizer
 from keras_bert_lite.training.pretraining_driver import (
     CHECKPOINT_SUBDIR,
     EVAL_SUMMARY_SUBDIR,

@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import keras
-import tensorflow as tf
 from keras import ops
-
-from keras_bert_lite.layers import accelerated
 
 # Regexes that Keras matches against a variable's own name (not its path): LayerNorm weights are
 # named `gamma` / `beta` and biases `bias` / `output_bias`; none of them gets weight decay.
@@ -85,104 +82,20 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class AdamW(keras.optimizers.Optimizer):
-    """`keras.optimizers.AdamW` (same arguments, math, config and checkpoint layout) whose Adam
-    update of each variable runs as one fused kernel (`keras_bert_lite.layers.accelerated`).
+class AdamW(keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` itself, under this package's registered name.
 
-    Built on `keras.optimizers.Optimizer`'s public interface only: Keras applies the weight decay
-    (with `exclude_from_weight_decay`) and the gradient clipping as for its own AdamW, and this
-    class's `update_step` updates both moments and the variable in one pass over the four
-    tensors instead of about a dozen ops, each reading and writing the whole variable. Its slot
-    variables are created and tracked as `keras.optimizers.Adam` does (`_momentums`,
-    `_velocities`), so `tf.train.Checkpoint`s of either optimizer restore into the other.
-
-    Under Mirrored strategies each device's copy of a variable is updated with the slots' copies
-    on that device; where the variable itself is distributed (TPU replicas) the same update runs
-    as plain ops, which the compiled TPU step fuses anyway.
-
-    Args:
-        learning_rate, weight_decay, beta_1, beta_2, epsilon: as `keras.optimizers.AdamW`.
-        amsgrad: must be False (use `keras.optimizers.AdamW` for AMSGrad).
-        **kwargs: `keras.optimizers.Optimizer` arguments (`global_clipnorm`, `name`, ...).
+    Same arguments, math, config and slot variables (so `tf.train.Checkpoint`s restore into
+    either), and so it works wherever Keras' does: `keras.Variable`s and plain `tf.Variable`s,
+    eager or in a `tf.function`, in `fit`, under any `tf.distribute` strategy. The subclass keeps
+    the name `keras_bert_lite>AdamW` that optimizers saved by earlier versions (in `.keras` files'
+    compile configs) refer to.
 
     Example:
 
         >>> optimizer = AdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6)
         >>> optimizer.exclude_from_weight_decay(var_names=["bias"])
     """
-
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay: float = 0.004,
-        beta_1: float = 0.9,
-        beta_2: float = 0.999,
-        epsilon: float = 1e-7,
-        amsgrad: bool = False,
-        name: str = "adamw",
-        **kwargs,
-    ):
-        if amsgrad:
-            raise ValueError("keras_bert_lite AdamW: amsgrad is not supported; use keras.optimizers.AdamW.")
-        if weight_decay is None:
-            raise ValueError("keras_bert_lite AdamW: weight_decay must be a number (0 for none).")
-        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs)
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        # Named as keras.optimizers.Adam's, so that checkpoints of either restore into the other.
-        self._momentums, self._velocities = self.add_optimizer_variables(var_list, ["momentum", "velocity"])
-        self._slots = _SlotTable(var_list, self._momentums, self._velocities)
-
-    def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        step = ops.cast(self.iterations + 1, dtype)
-        alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1.0 - self.beta_2**step) / (1.0 - self.beta_1**step)
-        gradient = ops.cast(tf.convert_to_tensor(gradient), dtype)  # a sparse gradient updates densely
-        momentum, velocity = self._slots.of(variable)
-        rates = (ops.cast(1.0 - self.beta_1, dtype), ops.cast(1.0 - self.beta_2, dtype), ops.cast(self.epsilon, dtype))
-        if isinstance(momentum, keras.Variable):  # the variable itself is distributed: plain ops
-            self.assign_add(momentum, (gradient - momentum) * rates[0])
-            self.assign_add(velocity, (ops.square(gradient) - velocity) * rates[1])
-            self.assign_sub(variable, alpha * momentum / (ops.sqrt(velocity) + rates[2]))
-            return
-        accelerated.adamw_step(variable, momentum, velocity, gradient, alpha, *rates)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon, amsgrad=False)
-        return config
-
-
-class _SlotTable:
-    """The (momentum, velocity) of each model variable, as `update_step` is given the variable.
-
-    A plain object, so that neither Keras' tracking nor `tf.train.Checkpoint` sees the model
-    variables through the optimizer. `update_step` gets a plain or one device's `tf.Variable`
-    (Mirrored strategies), whose slots are the `tf.Variable`s on its device, or the distributed
-    variable itself (TPU replicas), whose slots are the `keras.Variable`s. The table is filled on
-    first use, inside the strategy that updates the variables.
-    """
-
-    def __init__(self, variables, momentums, velocities):
-        self._triples = list(zip(variables, momentums, velocities))
-        self._by_id = {}
-
-    def of(self, variable):
-        if not self._by_id:
-            local_results = tf.distribute.get_strategy().experimental_local_results
-            for model_variable, momentum, velocity in self._triples:
-                self._by_id[id(model_variable.value)] = (momentum, velocity)
-                copies = zip(*(local_results(v.value) for v in (model_variable, momentum, velocity)))
-                for copy, momentum_copy, velocity_copy in copies:
-                    if not isinstance(copy, tf.distribute.DistributedValues):
-                        self._by_id[id(copy)] = (momentum_copy, velocity_copy)
-        return self._by_id[id(variable)]
 
 
 def create_optimizer(
@@ -199,7 +112,7 @@ def create_optimizer(
 ) -> keras.optimizers.Optimizer:
     """BERT's optimizer as a plain Keras optimizer.
 
-    AdamW (this module's `AdamW`: `keras.optimizers.AdamW` with a fused update) or LAMB
+    AdamW (this module's `AdamW`, which is `keras.optimizers.AdamW`) or LAMB
     (`keras.optimizers.Lamb`) driven by `WarmupLinearDecay`, with decoupled weight decay on
     every variable except those whose name matches one of `exclude_from_weight_decay`, and
     gradients clipped to a global norm. Keras' Adam applies bias correction (the original BERT
