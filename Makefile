@@ -34,5 +34,7 @@ pretrain: setup
 lint: setup
 	$(PY) -m ruff check .
 
+# Two workers; tests marked `subprocess` share one (--dist loadgroup), so fresh TensorFlow processes
+# run one at a time. HYPOTHESIS_PROFILE=thorough runs ten times more property-test examples.
 test: lint
-	$(PY) -m pytest -q -n 2 --durations=15
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25

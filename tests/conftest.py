@@ -6,6 +6,7 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
+import gc  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
 import pathlib  # noqa: E402
@@ -14,6 +15,30 @@ import sys  # noqa: E402
 import types  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# Property tests run a bounded number of examples each in `make test`; HYPOTHESIS_PROFILE=thorough
+# (or `pytest --hypothesis-profile=thorough`) runs ten times as many. No deadline: a test's first
+# examples trace TensorFlow graphs.
+settings.register_profile("suite", max_examples=100, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+def pytest_collection_finish(session):
+    """Moves everything collection created (TensorFlow, Keras, torch, the test modules) out of the
+    garbage collector's sight. Keras runs a full `gc.collect()` each time a layer drops a variable
+    (every Dense layer that `quantize()` converts); over these long-lived objects each took ~1.6 s."""
+    gc.freeze()
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `subprocess` (fresh Python + TensorFlow processes) form one xdist group: with
+    `--dist loadgroup` (as `make test` runs) one worker runs them one after another, so they never
+    compete with each other for the cores."""
+    for item in items:
+        if item.get_closest_marker("subprocess"):
+            item.add_marker(pytest.mark.xdist_group("subprocess"))
 
 
 def _minilm_dir() -> pathlib.Path:

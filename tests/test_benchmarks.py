@@ -51,6 +51,7 @@ def _run(*flags):
     return subprocess.run([sys.executable, str(BENCHMARK), *flags], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.subprocess
 def test_short_run_prints_every_row_with_ratios_per_precision():
     done = _run("--configs=small", "--modes=infer", "--libraries=ours,ours_xla_bf16,matmuls",
                 "--batch_size=2", "--steps=1", "--warmup=1", "--rounds=1")
@@ -67,6 +68,7 @@ def test_short_run_prints_every_row_with_ratios_per_precision():
     assert abs(float(rows["matmuls"][-1][:-1]) - float(rows["ours"][3]) / float(rows["matmuls"][3])) < 0.015
 
 
+@pytest.mark.subprocess
 def test_unknown_rows_and_configs_are_named():
     done = _run("--configs=huge", "--libraries=ours,hf_xla")
     assert done.returncode != 0
@@ -94,6 +96,7 @@ SERVING = pathlib.Path(__file__).parents[1] / "benchmarks" / "serving.py"
 
 
 @pytest.mark.slow  # two exports of the real MiniLM classifier and two serving processes
+@pytest.mark.subprocess
 def test_serving_int8_row_is_measured_with_its_agreement_with_float():
     done = subprocess.run(
         [sys.executable, str(SERVING), "--libraries=ours,ours_int8", "--calls=2", "--batches=1", "--warmup=1",

@@ -27,7 +27,7 @@ from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
 from keras_bert_lite.models.token_classifier import BertTokenClassifier
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # `exported` serves in a fresh process
 
 SEQ_LENGTH = 32
 TEXT_A = ["The cat sat on the mat.", "Prices rose sharply in Zürich!", ""]

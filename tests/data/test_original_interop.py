@@ -16,7 +16,7 @@ from keras_bert_lite.data.corpora import read_documents
 from keras_bert_lite.data.pretraining.reader import pretraining_dataset
 from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # the original tool runs in a fresh process
 
 SEED = 3
 DUPE_FACTOR = 2

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from keras_bert_lite.data.squad import read_squad, reading
@@ -189,7 +189,6 @@ _DOCUMENT = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=1500, deadline=None)
 @given(document=_DOCUMENT, is_training=st.booleans())
 def test_fuzzed_documents_read_or_fail_with_one_clear_error(document, is_training):
     path = "ram://squad/fuzz.json"  # TensorFlow's in-memory file system: no disk in the loop

@@ -184,6 +184,7 @@ assert "keras_bert_lite" not in sys.modules
 """
 
 
+@pytest.mark.subprocess
 def test_exported_quantized_classifier_is_served_without_the_package(tmp_path):
     import json
 

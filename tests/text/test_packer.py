@@ -234,6 +234,7 @@ def test_identical_to_combine_segments_on_random_batches(truncator):
             np.testing.assert_array_equal(got[name].numpy(), want[name].numpy(), err_msg=name)
 
 
+@pytest.mark.subprocess
 def test_packing_logs_no_onednn_layout_error():
     import os
     import subprocess

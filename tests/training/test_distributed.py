@@ -31,6 +31,7 @@ def _free_ports(n: int) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_mirrored_two_cpu_devices_matches_one_device(tmp_path):
     """Same seed, same global batches, dropout off: 6 AdamW steps with gradient clipping active."""
     out = tmp_path / "result.json"
@@ -50,6 +51,7 @@ def test_mirrored_two_cpu_devices_matches_one_device(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_multi_worker_two_processes_end_with_identical_weights(tmp_path):
     ports = _free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
