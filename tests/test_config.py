@@ -212,7 +212,7 @@ def scratch(tmp_path_factory):
     return tmp_path_factory.mktemp("configs")
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=valid_configs())
 def test_valid_configs_round_trip_exactly(config, scratch):
     assert BertConfig.from_dict(config.to_dict()) == config
@@ -221,7 +221,7 @@ def test_valid_configs_round_trip_exactly(config, scratch):
     assert BertConfig.from_json_file(path) == config
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=valid_configs(), data=st.data())
 def test_invalid_values_name_the_field(config, data, scratch):
     field = data.draw(st.sampled_from(sorted(INVALID_VALUES)))
@@ -242,7 +242,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(extra=st.dictionaries(st.sampled_from([*GOOGLE_KEYS, "layer_norm_eps", "directionality"]), json_values),
        document=json_values)
 def test_any_json_file_gives_a_config_or_one_value_error(extra, document, scratch):

@@ -139,7 +139,7 @@ def test_readme_is_short():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("subprocesses")
+@pytest.mark.subprocess
 @pytest.mark.parametrize("path", DOC_FILES, ids=[str(path.relative_to(REPO)) for path in DOC_FILES])
 def test_blocks_run_in_order(path, tmp_path):
     blocks = runnable_blocks(path)

@@ -59,7 +59,7 @@ def test_columns_are_split_on_spaces_and_tabs_only(tmp_path):
 # Property-based: generated files read exactly; one bad line named, or its sentence skipped alone.
 _WORD = st.text(st.characters(blacklist_characters=" \t\n\r\ufeff", blacklist_categories=("Cs",)), min_size=1, max_size=12)
 _SEPARATOR = st.sampled_from([b"", b" ", b"\t", b" \t ", b"-DOCSTART- -X- -X- O"])
-_SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+_SETTINGS = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
 @st.composite

@@ -136,7 +136,7 @@ _LAYOUTS = {  # task -> (header or None, builds the line's fields from (text_a, 
         lambda a, b, label: ["7", "g", "f", "2012", "1", "s", "s", a, b, label],
     ),
 }
-_SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+_SETTINGS = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
 @st.composite

@@ -360,7 +360,7 @@ HF_KEYS = ["model_type", "position_embedding_type", "hidden_act", "hidden_size",
            "max_position_embeddings", "type_vocab_size", "initializer_range", "attention_probs_dropout_prob"]
 
 
-@settings(max_examples=600, deadline=None)
+@settings(deadline=None)
 @given(values=st.dictionaries(st.sampled_from(HF_KEYS), json_values) | json_values)
 def test_any_config_json_gives_a_config_or_one_value_error(values):
     """Arbitrary JSON as a Hugging Face config.json never escapes as another exception type."""
