@@ -58,6 +58,8 @@ def run_script(path: os.PathLike, capfd, *argv: str) -> tuple[int, str, str]:
     capfd.readouterr()
     # absl's handler writes to the stream it was given first, possibly one an earlier test's capture closed.
     absl_logging.get_absl_handler().python_handler.stream = sys.stderr
+    verbosity = absl_logging.get_verbosity()  # as a fresh process has it, whatever an earlier test set
+    absl_logging.set_verbosity(absl_logging.INFO)
     try:
         module.run([str(path), *map(str, argv)])
         code = 0
@@ -65,6 +67,7 @@ def run_script(path: os.PathLike, capfd, *argv: str) -> tuple[int, str, str]:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     finally:
         logging.getLogger("absl").removeHandler(handler)
+        absl_logging.set_verbosity(verbosity)
     out, err = capfd.readouterr()
     return code, out, err + "".join(messages)
 
