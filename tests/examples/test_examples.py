@@ -20,7 +20,7 @@ import pytest
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.encoder import BertEncoder
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # fresh script processes, kills
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

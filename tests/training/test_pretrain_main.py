@@ -25,6 +25,8 @@ from keras_bert_lite.models import BertEncoder
 from keras_bert_lite.optimization import WarmupLinearDecay
 
 SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
+# The main job runs in fresh processes (killed and resumed): one worker builds it, for every test here.
+pytestmark = pytest.mark.subprocess
 STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY = 200, 20, 1e-3, 50
 FLAGS = [
     "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
