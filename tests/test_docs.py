@@ -27,6 +27,7 @@ RUN_LANGUAGES = {"python", "bash"}
 SCRIPT_FOLDERS = ("tpu", "examples", "benchmarks")
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>.*)$")
 TEST_FLAGS = re.compile(r"^\s*<!--\s*test:(?P<flags>.*?)-->\s*$")
+NOTEST = re.compile(r"^\s*<!--\s*notest\b.*-->\s*$")
 SCRIPT_COMMAND = re.compile(r"^\s*python\s+\S+\.py\b")
 
 # Runs the blocks given as JSON on stdin, in the current folder, stopping at the first failure.
@@ -70,7 +71,7 @@ def code_blocks(path: pathlib.Path) -> list[dict]:
             raise ValueError(f"{path.name}:{start}: code block not closed")
         blocks.append({
             "language": info[0] if info else "",
-            "notest": "notest" in info[1:],
+            "notest": "notest" in info[1:] or bool(start > 1 and NOTEST.match(lines[start - 2])),
             "flags": flags["flags"].strip() if flags else "",
             "code": "\n".join(line[indent:] for line in lines[start:i]) + "\n",
             "line": start + 1,
