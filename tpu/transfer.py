@@ -43,6 +43,8 @@ MIN_CLASS_DOCUMENTS = 3 * SPLIT_EVERY
 LEARNING_RATES = (1e-4, 3e-4, 1e-3)
 EPOCHS = 3
 BATCH_SIZE = 32
+_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
+    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,8 +177,8 @@ def transfer_gain(
                     copy.set_weights(weights)
                 runs[i, j] = _fine_tune(copy, len(task.class_names), learning_rate, train, [validation, test],
                                         seed, epochs)
-                logging.info("Transfer: %s encoder, learning rate %g, seed %d: validation accuracy %.4f (%.0f s).",
-                             side, learning_rate, seed, runs[i, j, 0], time.perf_counter() - started)
+                logging.info("Transfer: %s encoder, learning rate %g, seed %d: validation accuracy %.4f, test %.4f "
+                             "(%.0f s).", side, learning_rate, seed, *runs[i, j], time.perf_counter() - started)
         best = int(np.argmax(runs[:, :, 0].mean(axis=1)))
         result["validation"][side] = [round(float(v), 4) for v in runs[:, :, 0].mean(axis=1)]
         result[f"{side}_learning_rate"] = float(learning_rates[best])
@@ -189,12 +191,18 @@ def transfer_gain(
 
 
 def write_summaries(logdir: str, result: dict, step: int) -> None:
-    """Writes `transfer_gain`'s accuracies and gain as TensorBoard scalars under `logdir`."""
+    """Writes `transfer_gain`'s accuracies and gain as TensorBoard scalars under `logdir`.
+
+    With `tf.summary.write` and the scalars plugin's metadata, as the pre-training summaries: no
+    `tensorboard` package is needed to write them.
+    """
+    scalars = {f"transfer/{name}": result[name] for name in ("pretrained_accuracy", "scratch_accuracy",
+                                                              "majority_accuracy")}
+    scalars["transfer/gain_points"] = result["gain"]
     writer = tf.summary.create_file_writer(logdir)
     with writer.as_default():
-        for name in ("pretrained_accuracy", "scratch_accuracy", "majority_accuracy"):
-            tf.summary.scalar(f"transfer/{name}", result[name], step=step)
-        tf.summary.scalar("transfer/gain_points", result["gain"], step=step)
+        for name, value in scalars.items():
+            tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
     writer.close()
 
 
