@@ -42,12 +42,11 @@ TRAIN_SHARDS = 4
 # plenty for a few thousand WordPiece tokens, while the learner's time grows with the text.
 VOCAB_SAMPLE_WORDS = 200_000
 MANIFEST = "manifest.json"
-# `shown_sentences`: sentences of this many words, whose masked word has at least MIN_WORD letters.
+# `shown_sentences`: sentences of this many words.
 SHOWN_WORDS = (8, 24)
-MIN_WORD = 4
 SHOWN_RULE = (
     f"from evenly spaced held-out documents on, the first sentence of {SHOWN_WORDS[0]}-{SHOWN_WORDS[1]} "
-    f"plain words, masking its middle word of {MIN_WORD}+ letters that is one vocabulary token; chosen "
+    f"plain words, masking the middle one of its words that are one vocabulary token each; chosen "
     "when the data was built, before training"
 )
 
@@ -89,6 +88,8 @@ class DemoData:
         vocab_file: the vocabulary the TFRecords were written with.
         train_files: glob of the training TFRecords.
         heldout_files: path of the held-out TFRecord (masked once, dupe_factor 1).
+        heldout_documents_file: the held-out documents as JSON (a list of lists of sentences), for
+            tasks made from held-out text only (`read_heldout_documents`).
         shown_sentences: held-out sentences for the prediction printout: (sentence, index of
             the word to mask) pairs.
         corpus: counts: documents, training/held-out documents and words, dropped sentences.
@@ -97,6 +98,7 @@ class DemoData:
     vocab_file: str
     train_files: str
     heldout_files: str
+    heldout_documents_file: str
     shown_sentences: tuple[tuple[str, int], ...]
     corpus: dict
 
@@ -145,8 +147,8 @@ def shown_sentences(
 
     Starting at `count` evenly spaced held-out documents, the first sentence (not yet chosen) of
     `SHOWN_WORDS` words that are all plain words (ASCII letters, with trailing punctuation), and
-    its middle word of at least `MIN_WORD` letters that is a single token of the vocabulary (so
-    one [MASK] stands for it) within the first `seq_length` tokens. Fixed before training, so
+    the middle one of its words that are a single token of the vocabulary (so one [MASK] stands
+    for it; short words too, as the masked-LM accuracy counts every kind of token) within the first `seq_length` tokens. Fixed before training, so
     the examples are not picked after seeing the predictions.
 
     Args:
@@ -167,7 +169,7 @@ def shown_sentences(
         if not plain or not SHOWN_WORDS[0] <= len(words) <= SHOWN_WORDS[1]:
             return None
         candidates = [i for i, w in enumerate(words)
-                      if len(w) >= MIN_WORD and (w.lower() if tokenizer.lower_case else w) in tokens]
+                      if (w.lower() if tokenizer.lower_case else w) in tokens]
         if not candidates:
             return None
         index = candidates[len(candidates) // 2]
@@ -189,9 +191,9 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
     """Builds (or reuses) the vocabulary and TFRecords of the main job under `output_dir`.
 
     Writes `vocab.txt` (unless `settings.vocab_file`), `data/train-{0..3}.tfrecord`,
-    `data/heldout.tfrecord` and, last, `data/manifest.json`, all atomically; the manifest marks
-    the data complete and records `settings`, so a rerun with the same settings reuses the
-    files and one with other settings rebuilds them.
+    `data/heldout.tfrecord`, `data/heldout_documents.json` and, last, `data/manifest.json`, all
+    atomically; the manifest marks the data complete and records `settings`, so a rerun with the
+    same settings reuses the files and one with other settings rebuilds them.
 
     Raises:
         ValueError: the output folder has training checkpoints but data of other settings (the
@@ -202,6 +204,7 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
     vocab_file = settings.vocab_file or os.path.join(output_dir, "vocab.txt")
     train_files = os.path.join(data_dir, "train-*.tfrecord")
     heldout_files = os.path.join(data_dir, "heldout.tfrecord")
+    heldout_documents_file = os.path.join(data_dir, "heldout_documents.json")
     recorded = dataclasses.asdict(settings)
     recorded["packages"] = list(settings.packages)
     if tf.io.gfile.exists(manifest_file):
@@ -210,7 +213,8 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
         if manifest.get("settings") == recorded:
             logging.info("Reusing the vocabulary and data in %s.", data_dir)
             shown = tuple(tuple(pair) for pair in manifest["shown_sentences"])
-            return DemoData(vocab_file, train_files, heldout_files, shown, manifest["corpus"])
+            return DemoData(vocab_file, train_files, heldout_files, heldout_documents_file, shown,
+                            manifest["corpus"])
         if tf.io.gfile.exists(os.path.join(output_dir, "checkpoints")):
             raise ValueError(
                 f"{output_dir} has checkpoints but its data was made with other settings; use a new "
@@ -239,11 +243,18 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
     shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
     create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor, **common)
     create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1, **common)
+    write_text_atomically(heldout_documents_file, json.dumps(heldout) + "\n")
     tokenizer = BertTokenizer(vocab_file, lower_case=settings.lower_case)
     shown = tuple(shown_sentences(heldout, settings.num_shown, tokenizer, settings.max_seq_length))
     manifest = dict(settings=recorded, corpus=corpus, shown_sentences=[list(pair) for pair in shown])
     write_text_atomically(manifest_file, json.dumps(manifest, indent=1) + "\n")
-    return DemoData(vocab_file, train_files, heldout_files, shown, corpus)
+    return DemoData(vocab_file, train_files, heldout_files, heldout_documents_file, shown, corpus)
+
+
+def read_heldout_documents(path: str) -> list[list[str]]:
+    """The held-out documents `build_demo_data` wrote to `path` (each a list of sentences)."""
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
 
 
 def _ngrams(sentence: str, n: int) -> set[tuple[str, ...]]:

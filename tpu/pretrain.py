@@ -10,7 +10,9 @@ With --input_files the script trains on your pre-training TFRecords (the origina
 as `tpu/create_pretraining_data.py` writes them). Without, it runs the main job: it builds the
 data from the built-in corpus (`main_job_data.py`, next to this script), pre-trains on it, and
 reports held-out masked-LM and next-sentence accuracy against baselines with the top predictions
-for a few masked words (`main_job_report.py`). The defaults are the main job's; set
+for a few masked words (`main_job_report.py`), then shows that pre-training transfers: its encoder
+and a random-init twin fine-tuned on a task made from held-out documents (`main_job_transfer.py`,
+--transfer_learning_rates= skips it). The defaults are the main job's; set
 --max_seq_length, --learning_rate and the step counts for your own data and model.
 
 Every input (flags, files) is checked before anything is written: a run that fails on bad input
@@ -44,6 +46,7 @@ import re
 import keras
 import main_job_data
 import main_job_report
+import main_job_transfer
 import tensorflow as tf
 from absl import flags, logging
 
@@ -90,6 +93,12 @@ flags.DEFINE_integer("dupe_factor", 5, "Built-in corpus: passes over the trainin
                      "masks.")
 flags.DEFINE_integer("num_examples_to_show", 4, "Built-in corpus: masked held-out words whose top "
                      "predictions are printed.")
+flags.DEFINE_list("transfer_learning_rates", [f"{rate:g}" for rate in main_job_transfer.LEARNING_RATES],
+                  "Built-in corpus: after pre-training, fine-tune the encoder and a random-init twin on a task "
+                  "made from held-out documents, each side at the best of these peak learning rates on its "
+                  "validation pairs (main_job_transfer.py); empty: skip.")
+flags.DEFINE_integer("transfer_pairs", 3000, "Built-in corpus: sentence pairs to fine-tune on in the transfer "
+                     "task (a third as many to choose the learning rate, and to test).")
 flags.DEFINE_integer("eval_every_steps", 1000, "Built-in corpus: evaluate on the held-out documents every N "
                      "steps and after the last (TensorBoard summaries/eval, metrics.json; 0: the last only).")
 # Model.
@@ -100,17 +109,17 @@ flags.DEFINE_float("dropout_rate", 0.0, "--model's dropout on hidden layers and 
 flags.DEFINE_string("init_checkpoint", None, "Initial weights: a checkpoint of this script, a .keras file, "
                     "or a Google BERT checkpoint. Ignored when --output_dir has checkpoints (resume).")
 # Training.
-flags.DEFINE_integer("max_seq_length", 64, "Tokens per example, as the data was written with (BERT: 128, "
-                     "then 512).")
-flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per example, as the data was written "
+flags.DEFINE_integer("max_seq_length", 32, "Tokens per example, as the data was written with (BERT: 128, "
+                     "then 512; the tiny main job learns most per second at 32).")
+flags.DEFINE_integer("max_predictions_per_seq", 5, "Masked positions per example, as the data was written "
                      "with.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size (over all replicas and accumulation steps).")
-flags.DEFINE_integer("num_train_steps", 5000, "Optimizer steps.")
+flags.DEFINE_integer("num_train_steps", 10000, "Optimizer steps.")
 flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps (default: --warmup_proportion of the "
                      "steps).")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warmup, unless "
                    "--num_warmup_steps.")
-flags.DEFINE_float("learning_rate", 1.5e-3, "Peak learning rate (BERT-base: 1e-4 at batch 256).")
+flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate (BERT-base: 1e-4 at batch 256).")
 flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_TYPES, "AdamW (BERT) or LAMB (large batches).")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step; the update equals one step "
                      "on the whole global batch.")
@@ -133,10 +142,11 @@ flags.DEFINE_integer("keep_checkpoint_max", 3, "Newest checkpoints kept.")
 
 _POSITIVE = ("train_batch_size", "num_train_steps", "learning_rate", "gradient_accumulation_steps",
              "steps_per_loop", "save_checkpoints_steps", "keep_checkpoint_max", "max_predictions_per_seq",
-             "dupe_factor")
+             "dupe_factor", "transfer_pairs")
 _NOT_NEGATIVE = ("max_documents", "num_examples_to_show", "eval_every_steps")
 _BUILTIN_CORPUS_ONLY = ("corpus_packages", "max_documents", "vocab_size", "do_lower_case", "dupe_factor",
-                        "num_examples_to_show", "eval_every_steps")
+                        "num_examples_to_show", "eval_every_steps",
+                        "transfer_learning_rates", "transfer_pairs")
 
 OWN_FLAGS = sorted(frozenset(FLAGS) - _EARLIER_FLAGS)
 
@@ -144,6 +154,17 @@ for _name in _POSITIVE:
     flags.register_validator(_name, lambda value: value > 0, f"--{_name} must be positive.")
 for _name in _NOT_NEGATIVE:
     flags.register_validator(_name, lambda value: value >= 0, f"--{_name} must be >= 0.")
+
+
+def _positive_numbers(values: list[str]) -> bool:
+    try:
+        return all(float(value) > 0 for value in values)
+    except ValueError:
+        return False
+
+
+flags.register_validator("transfer_learning_rates", _positive_numbers,
+                         "--transfer_learning_rates must be positive numbers, separated by commas.")
 
 
 def _checks(*names: str):
@@ -267,7 +288,7 @@ def main(argv):
     init_checkpoint = None
     if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(FLAGS.output_dir, CHECKPOINT_SUBDIR)):
         init_checkpoint = _read("--init_checkpoint", checkpoint_source)
-    data = None
+    data = transfer_task = None
     if FLAGS.input_files:
         _read("--input_files", expand_file_patterns)  # fails now, naming the pattern, if one matches nothing
         vocab_file, train_files = FLAGS.vocab_file, FLAGS.input_files
@@ -275,6 +296,8 @@ def main(argv):
     else:
         data = build_main_job_data()
         vocab_file, train_files = data.vocab_file, data.train_files
+        # Made now, so that too few held-out documents for it stop the run before training.
+        transfer_task = build_transfer_task(data) if FLAGS.transfer_learning_rates else None
         vocab_size = len(load_vocabulary(vocab_file))
     config = model_config(vocab_size, config_file)
     loop = build_loop(strategy, config, init_checkpoint)
@@ -300,6 +323,8 @@ def main(argv):
                    precision=keras.config.dtype_policy().name)
     if data is not None:
         metrics.update(report(loop.model, data, result["evaluations"], chief))
+    if data is not None and chief and transfer_task is not None:
+        metrics["transfer"] = transfer(loop.model.encoder, transfer_task, data.vocab_file, result["step"])
     if chief:
         metrics["files"] = export_pretrained(loop.model, FLAGS.output_dir, vocab_file,
                                              do_lower_case=FLAGS.do_lower_case if data else None)
@@ -334,6 +359,8 @@ def report_finished_run() -> bool:
           "(use another --output_dir to train again).")
     if "heldout" in metrics:
         print(f"\n{format_report(metrics)}\n")
+    if "transfer" in metrics:
+        print(f"{main_job_transfer.format_result(metrics['transfer'])}\n")
     return True
 
 
@@ -341,6 +368,28 @@ def format_report(metrics: dict) -> str:
     """The main job's printout from its metrics (`report`'s results)."""
     return main_job_report.format_report(metrics["heldout"], metrics["baseline"], metrics["masked_examples"],
                                          main_job_data.SHOWN_RULE, metrics["evaluations"])
+
+
+def build_transfer_task(data: main_job_data.DemoData) -> main_job_transfer.PairTask:
+    """The held-out "same document?" task of the main job's data."""
+    try:
+        documents = main_job_data.read_heldout_documents(data.heldout_documents_file)
+        pairs = FLAGS.transfer_pairs
+        return main_job_transfer.same_document_task(documents, num_pairs=(pairs, -(-pairs // 3), -(-pairs // 3)))
+    except ValueError as e:
+        raise ValueError(f"--transfer_learning_rates: {e} Use a larger --max_documents, or "
+                         "--transfer_learning_rates= to skip the transfer task.") from None
+
+
+def transfer(encoder: BertEncoder, task: main_job_transfer.PairTask, vocab_file: str, step: int) -> dict:
+    """Fine-tunes `encoder` and a random-init twin on `task`; prints both and writes them to
+    TensorBoard (summaries/eval, at `step`). Returns the result."""
+    result = main_job_transfer.transfer_gain(
+        encoder, vocab_file, task, FLAGS.max_seq_length, FLAGS.do_lower_case, seeds=(FLAGS.seed,),
+        learning_rates=[float(rate) for rate in FLAGS.transfer_learning_rates])
+    main_job_transfer.write_summaries(os.path.join(FLAGS.output_dir, "summaries", "eval"), result, step)
+    print(f"{main_job_transfer.format_result(result)}\n")
+    return result
 
 
 def build_main_job_data() -> main_job_data.DemoData:

@@ -45,10 +45,14 @@ def test_shown_sentences_follow_the_fixed_rule():
     ]
     chosen = main_job_data.shown_sentences(heldout, 2, tokenizer, seq_length=64)
     # Documents 0 and 1 start the two searches; document 1 has no sentence of 8+ plain words, so
-    # the second search moves on to document 2. The middle one-token word of 4+ letters is masked.
+    # the second search moves on to document 2. The middle one of the one-token words is masked.
     assert chosen == [("The model reads every word once here, in order.", 4),
                       ("The code reads every word once here and here.", 4)]
     assert [s.split()[i] for s, i in chosen] == ["word", "word"]
+    # Words that are not one vocabulary token ("it") are passed over; short words count.
+    short = main_job_data.shown_sentences([["The model reads it, the code in order and here again."]], 1,
+                                          tokenizer, seq_length=64)
+    assert short == [("The model reads it, the code in order and here again.", 6)]
     assert main_job_data.shown_sentences(heldout, 0, tokenizer, 64) == []
     # A word that would be cut off by the sequence length is not chosen: the next candidate is.
     assert main_job_data.shown_sentences(heldout, 1, tokenizer, seq_length=6) == []
@@ -66,7 +70,10 @@ def test_build_writes_everything_and_reuses_it(settings, tmp_path):
     assert data.vocab_file == str(tmp_path / "vocab.txt") and len(data.shown_sentences) == 2
     assert data.corpus["documents"] == 60 and data.corpus["heldout_documents"] == 6
     files = sorted(p.name for p in (tmp_path / "data").iterdir())
-    assert files == ["heldout.tfrecord", "manifest.json"] + [f"train-{i}.tfrecord" for i in range(4)]
+    assert files == ["heldout.tfrecord", "heldout_documents.json", "manifest.json"] + [
+        f"train-{i}.tfrecord" for i in range(4)]
+    heldout = main_job_data.read_heldout_documents(data.heldout_documents_file)
+    assert len(heldout) == 6 and all(isinstance(s, str) for d in heldout for s in d)
     manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert manifest["settings"]["vocab_size"] == 300 and manifest["corpus"] == data.corpus
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "data").iterdir()}

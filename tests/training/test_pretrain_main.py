@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,7 +33,7 @@ FLAGS = [
     "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
     "--train_batch_size=32", f"--num_train_steps={STEPS}", f"--num_warmup_steps={WARMUP}",
     f"--learning_rate={LEARNING_RATE}", "--steps_per_loop=25", f"--save_checkpoints_steps={SAVE_EVERY}",
-    "--num_examples_to_show=2", "--dynamic_masking",
+    "--num_examples_to_show=2", "--dynamic_masking", "--transfer_learning_rates=",
 ]
 KILL_AFTER = 2 * SAVE_EVERY
 TIMEOUT = 400
@@ -246,7 +247,7 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--num_warmup_steps=5 --warmup_proportion=0.2": "--num_warmup_steps and --warmup_proportion both set",
         "--warmup_proportion=1.5": "--warmup_proportion=1.5 must be in [0, 1]",
         "--train_batch_size=30 --gradient_accumulation_steps=4": "must be a multiple of --gradient_accumulation_steps",
-        "--max_predictions_per_seq=80": "--max_predictions_per_seq=80 must be at most --max_seq_length=64",
+        "--max_predictions_per_seq=80": "--max_predictions_per_seq=80 must be at most --max_seq_length=32",
         "--max_seq_length=4": "--max_seq_length=4 must be at least 5",
         "--input_files=x.tfrecord": "--input_files needs --vocab_file",
         "--input_files=x.tfrecord --vocab_file=v.txt --dupe_factor=3 --max_documents=9":
@@ -257,6 +258,8 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--tpu=local": "--tpu only applies to --strategy=tpu",
         "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
         "--num_train_steps=0": "--num_train_steps must be positive",
+        "--transfer_learning_rates=1e-3,x": "--transfer_learning_rates must be positive numbers",
+        "--transfer_learning_rates=0": "--transfer_learning_rates must be positive numbers",
         "--num_train_steps=20 unexpected": "unexpected arguments: unexpected (flags are --name=value).",
     }
     # Valid flags get as far as reading the input files: a vocabulary that is not there.
@@ -280,3 +283,41 @@ def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
     if tf_startup.cuda_driver_missing():
         assert "cuInit" not in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_transfer_fine_tunes_both_sides_reports_and_reruns(killed_and_resumed, tmp_path, capfd):
+    """The finished job rerun with --transfer_learning_rates (a copy of its folder): it fine-tunes the
+    encoder and a random-init twin on the held-out "same document?" task, prints both, writes them to
+    metrics.json and TensorBoard; rerun once more, it prints them again from metrics.json."""
+    output = tmp_path / "pretrain"
+    shutil.copytree(killed_and_resumed[0], output)
+    flags = [f for f in FLAGS if not f.startswith("--transfer_learning_rates")] + [
+        "--transfer_learning_rates=1e-3", "--transfer_pairs=200"]
+    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *flags)
+    assert code == 0, err[-3000:]
+    transfer = json.loads((output / "metrics.json").read_text())["transfer"]
+    assert transfer["learning_rates"] == [1e-3] and transfer["pairs"] == [200, 67, 67]
+    assert transfer["pretrained_learning_rate"] == transfer["scratch_learning_rate"] == 1e-3
+    for side in ("pretrained", "scratch"):
+        assert 0.2 < transfer[f"{side}_accuracy"] < 1, transfer
+    assert transfer["gain"] == pytest.approx(100 * (transfer["pretrained_accuracy"] - transfer["scratch_accuracy"]))
+    printed = out[out.index("Transfer to a held-out task"):].strip()
+    assert f"gain {transfer['gain']:+.1f} points" in printed
+    gains = {}
+    for events in (output / "summaries" / "eval").glob("events.out.tfevents.*"):
+        gains.update(_scalars(events, "transfer/gain_points"))
+    assert gains == {STEPS: pytest.approx(transfer["gain"], rel=1e-5)}
+    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *flags)
+    assert code == 0 and "finished run of 200 steps" in out, err[-3000:]
+    assert out[out.index("Transfer to a held-out task"):].strip() == printed
+
+
+def test_too_few_held_out_documents_for_the_transfer_task_stop_before_training(tmp_path, capfd):
+    error = _scripts().one_error(SCRIPT, capfd, "--corpus_packages=", "--max_documents=40", "--vocab_size=300",
+                                 "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",
+                                 f"--output_dir={tmp_path}/out")
+    assert re.match(r"--transfer_learning_rates: same_document_task: [0-4] held-out documents have two sentences "
+                    r"or more; 8 are needed \(two per split\)\. Use a larger --max_documents, or "
+                    r"--transfer_learning_rates= to skip the transfer task\.$", error), error
+    assert not (tmp_path / "out" / "checkpoints").exists()
