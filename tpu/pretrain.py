@@ -99,7 +99,7 @@ flags.DEFINE_list("transfer_learning_rates", [f"{rate:g}" for rate in main_job_t
                   "validation pairs (main_job_transfer.py); empty: skip.")
 flags.DEFINE_integer("transfer_pairs", 3000, "Built-in corpus: sentence pairs to fine-tune on in the transfer "
                      "task (a third as many to choose the learning rate, and to test).")
-flags.DEFINE_integer("eval_every_steps", 1000, "Built-in corpus: evaluate on the held-out documents every N "
+flags.DEFINE_integer("eval_every_steps", 2000, "Built-in corpus: evaluate on the held-out documents every N "
                      "steps and after the last (TensorBoard summaries/eval, metrics.json; 0: the last only).")
 # Model.
 flags.DEFINE_string("bert_config_file", None, "Google bert_config.json, instead of --model.")
