@@ -13,6 +13,11 @@ from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
 _OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# The `BertTokenizer` arguments a `BertPreprocessor` passes on (and keeps in its config).
+_TOKENIZER_ARGS = (
+    "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
+    "preserve_unused_tokens",
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -121,16 +126,8 @@ class BertPreprocessor(TextLayer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            vocabulary=self.tokenizer.vocabulary,
-            seq_length=self.seq_length,
-            lower_case=self.tokenizer.lower_case,
-            truncator=self.packer.truncator,
-            max_chars_per_token=self.tokenizer.max_chars_per_token,
-            strip_accents=self.tokenizer.strip_accents,
-            special_tokens_in_strings=self.tokenizer.special_tokens_in_strings,
-            preserve_unused_tokens=self.tokenizer.preserve_unused_tokens,
-        )
+        config.update({name: getattr(self.tokenizer, name) for name in _TOKENIZER_ARGS},
+                      seq_length=self.seq_length, truncator=self.packer.truncator)
         return config
 
 

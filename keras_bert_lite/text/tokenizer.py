@@ -343,12 +343,7 @@ class BertTokenizer(TextLayer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            vocabulary=list(self._tokens),
-            lower_case=self.lower_case,
-            max_chars_per_token=self.max_chars_per_token,
-            strip_accents=self.strip_accents,
-            special_tokens_in_strings=self.special_tokens_in_strings,
-            preserve_unused_tokens=self.preserve_unused_tokens,
-        )
+        options = ("lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
+                   "preserve_unused_tokens")
+        config.update({name: getattr(self, name) for name in options}, vocabulary=self.vocabulary)
         return config
