@@ -48,6 +48,19 @@ PRESETS = tuple(_PRESET_SIZES)
 MAX_SIZE = 2**31 - 1
 
 
+def read_bytes(path: str | os.PathLike, description: str) -> tuple[str, bytes]:
+    """(`path` as a string, the bytes of the file there, local or `tf.io.gfile`).
+
+    Raises:
+        FileNotFoundError: "<description> not found: <path>".
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{description} not found: {path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return path, f.read()
+
+
 def read_json_file(path: str | os.PathLike, description: str) -> Any:
     """Parses a UTF-8 JSON file (local or `tf.io.gfile`); every failure is one error naming the file.
 
@@ -58,13 +71,9 @@ def read_json_file(path: str | os.PathLike, description: str) -> Any:
         ValueError: naming the path, for a folder, text that is not UTF-8 (e.g. UTF-16), JSON
             that does not parse (with the line) or that is nested too deeply to parse.
     """
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{description} not found: {path}")
     if tf.io.gfile.isdir(path):
-        raise ValueError(f"{description} {path} is a folder; expected a JSON file.")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
+        raise ValueError(f"{description} {os.fspath(path)} is a folder; expected a JSON file.")
+    path, data = read_bytes(path, description)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
