@@ -35,8 +35,8 @@ class ClassificationTaskModel(TextTaskModel):
     CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
 
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float,
-                 label_names: Sequence[str] | None, preprocessor: BertPreprocessor | None, activation: str | None,
-                 **kwargs):
+                 label_names: Sequence[str] | None, preprocessor: BertPreprocessor | None,
+                 activation: str | None, **kwargs):
         model_name = type(self).__name__
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
@@ -76,8 +76,7 @@ class BertClassifier(ClassificationTaskModel):
         dropout_rate: dropout on the pooled output before the dense layer (training only).
         label_names: optional names of the classes in id order (kept in the config): labels
             `fit` and `evaluate` accept in place of ids, and what `predict_labels` returns.
-        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), for
-            raw text in `fit`, `evaluate` and `predict`; `from_checkpoint` sets it.
+        preprocessor: optional `BertPreprocessor` for raw text (see `TextTaskModel`).
         activation: None (default): the model outputs logits; "softmax": probabilities (as
             KerasHub's `activation`). The default loss reads either.
 
@@ -90,9 +89,8 @@ class BertClassifier(ClassificationTaskModel):
         with `activation="softmax"`; for num_classes=1, the value [batch, 1]).
         `predict_labels`: the most probable class names.
 
-    Training: `compile()` with no arguments (or none at all before `fit`) uses
-    `default_optimizer()` (BERT's AdamW, constant rate), `SparseCategoricalCrossentropy` (on
-    logits unless `activation="softmax"`) and accuracy (`MeanSquaredError` for regression).
+    Training: the default `compile()` (see `TextTaskModel.compile`) uses
+    `SparseCategoricalCrossentropy` and accuracy (`MeanSquaredError` for regression).
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
     `preprocessor`.

@@ -36,9 +36,8 @@ class BertTokenClassifier(ClassificationTaskModel):
         dropout_rate: dropout on the sequence output before the dense layer (training only).
         label_names: optional tag names in id order, e.g. `CONLL2003_TAGS` (kept in the config):
             the tags `fit` accepts, and what `predict_entities` reads (IOB1 or BIO).
-        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
-            words and text in `fit`, `evaluate`, `predict` and `predict_entities`;
-            `from_checkpoint` sets it.
+        preprocessor: optional `BertPreprocessor` for words and text (see `TextTaskModel`), also
+            in `predict_entities`.
         activation: None (default): the model outputs logits; "softmax": probabilities.
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
@@ -51,10 +50,8 @@ class BertTokenClassifier(ClassificationTaskModel):
         (probabilities with `activation="softmax"`). `predict_entities`: entity spans with
         character offsets.
 
-    Training: `compile()` with no arguments (or none at all before `fit`) uses
-    `default_optimizer()` (BERT's AdamW, constant rate), `SparseCategoricalCrossentropy(
-    reduction="mean_with_sample_weight")` (on logits unless `activation="softmax"`) and a
-    weighted accuracy. The encoder's pooler is not read, so training leaves it as it is.
+    Training: the default `compile()` (see `TextTaskModel.compile`) uses
+    `SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")` and a weighted accuracy.
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
     `preprocessor`.
