@@ -8,11 +8,10 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_bert_lite.text.packer import BertPackInputs
+from keras_bert_lite.text.packer import OUTPUT_NAMES, BertPackInputs
 from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
-_OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # The `BertTokenizer` arguments a `BertPreprocessor` passes on (and keeps in its config).
 _TOKENIZER_ARGS = (
     "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
@@ -122,7 +121,7 @@ class BertPreprocessor(TextLayer):
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
         shape = (self.seq_length,) if len(first.shape) == 0 else (first.shape[0], self.seq_length)
-        return {name: keras.KerasTensor(shape, dtype="int32") for name in _OUTPUT_NAMES}
+        return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
 
     def get_config(self) -> dict:
         config = super().get_config()
