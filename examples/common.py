@@ -2,26 +2,26 @@
 
 Import this module before TensorFlow (it is the scripts' first third-party import): it sets the
 environment variables TensorFlow reads once, when it is loaded. Scripts call
-`flags.adopt_module_key_flags(common)` so that `--help` lists these flags with their own.
+`flags.adopt_module_key_flags(common)` so that `--help` lists these flags with their own, and
+`run` (every script's runner, tpu/script_runner.py) as their entry point.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
+
+_TPU_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tpu")
 
 
 def _set_tensorflow_environment() -> None:
-    """Defaults for the variables TensorFlow reads when it is loaded; values already set win."""
-    # oneDNN kernels: TensorFlow 2.21 leaves them off on AMD CPUs, where they make BERT training
-    # faster (README, "Performance knobs").
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    # TensorFlow's C++ INFO lines describe its own start-up (CPU features of the build, XLA
-    # service, compiled clusters); its warnings and errors still show. 0 brings the INFO back.
+    """The start-up of every script (`script_runner.set_tensorflow_environment`), showing TensorFlow's
+    C++ warnings and errors (level 1: only its INFO lines, about its own start-up, are off)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    # Without an NVIDIA driver there is no GPU to find: the package's start-up module keeps
-    # TensorFlow from calling cuInit and logging its failure as an error (it must load first).
-    importlib.import_module("keras_bert_lite.tf_startup")
+    if _TPU_DIR not in sys.path:
+        sys.path.append(_TPU_DIR)
+    importlib.import_module("script_runner").set_tensorflow_environment()
 
 
 _set_tensorflow_environment()
@@ -29,12 +29,12 @@ _set_tensorflow_environment()
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
+from script_runner import run  # noqa: E402, F401 - the scripts' entry: `run(main, argv)`
 
 from keras_bert_lite.atomic import write_text_atomically  # noqa: E402
 from keras_bert_lite.config import BertConfig  # noqa: E402
@@ -351,28 +351,3 @@ def write_json(path: str, value) -> None:
     write_text_atomically(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     logging.info("Wrote %s", path)
 
-
-def run(main: Callable, argv: list[str] | None = None) -> None:
-    """Parses the flags of `argv` (default: `sys.argv`) and runs `main`, always ending in `SystemExit`.
-
-    Bad input (a flag, or a file that is missing, unreadable or malformed) ends the run with one
-    line `<script>.py: error: <what, naming the flag or file>` on stderr and exit code 1. The
-    scripts read and check every input before they create --output_dir, so such a run leaves the
-    file system as it found it.
-    """
-    program = os.path.basename(main.__code__.co_filename)
-
-    def fail(message: str) -> None:
-        print(f"{program}: error: {message}", file=sys.stderr)
-        sys.exit(1)
-
-    def parse_flags(args: list[str]) -> list[str]:
-        try:
-            return FLAGS(args)
-        except flags.Error as e:
-            fail(str(e))
-
-    try:
-        app.run(main, argv=argv, flags_parser=parse_flags)
-    except (ValueError, OSError, tf.errors.OpError) as e:
-        fail(e.message if isinstance(e, tf.errors.OpError) else str(e))

@@ -44,32 +44,21 @@ _PRESET_SIZES = {
 }
 PRESETS = tuple(_PRESET_SIZES)
 
-# Keys of Google's bert_config.json, all of which map 1:1 onto fields below.
-GOOGLE_KEYS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_act",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "initializer_range",
-)
-
-SIZE_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-)
 # Token, position and segment ids are int32 tensors, so no size may exceed int32.
 MAX_SIZE = 2**31 - 1
+
+
+def read_bytes(path: str | os.PathLike, description: str) -> tuple[str, bytes]:
+    """(`path` as a string, the bytes of the file there, local or `tf.io.gfile`).
+
+    Raises:
+        FileNotFoundError: "<description> not found: <path>".
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{description} not found: {path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return path, f.read()
 
 
 def read_json_file(path: str | os.PathLike, description: str) -> Any:
@@ -82,13 +71,9 @@ def read_json_file(path: str | os.PathLike, description: str) -> Any:
         ValueError: naming the path, for a folder, text that is not UTF-8 (e.g. UTF-16), JSON
             that does not parse (with the line) or that is nested too deeply to parse.
     """
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{description} not found: {path}")
     if tf.io.gfile.isdir(path):
-        raise ValueError(f"{description} {path} is a folder; expected a JSON file.")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
+        raise ValueError(f"{description} {os.fspath(path)} is a folder; expected a JSON file.")
+    path, data = read_bytes(path, description)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -195,15 +180,9 @@ class BertConfig:
         """
         if name not in _PRESET_SIZES:
             raise ValueError(f"Unknown BertConfig preset {name!r}; expected one of {PRESETS}.")
-        layers, hidden, heads, intermediate = _PRESET_SIZES[name]
-        fields = dict(
-            num_hidden_layers=layers,
-            hidden_size=hidden,
-            num_attention_heads=heads,
-            intermediate_size=intermediate,
-        )
-        fields.update(overrides)
-        return cls(**fields)
+        sizes = dict(zip(("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"),
+                         _PRESET_SIZES[name]))
+        return cls(**{**sizes, **overrides})
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> BertConfig:
@@ -288,3 +267,8 @@ class BertConfig:
         same model, write `to_google_dict()` (as `save_google_checkpoint` does).
         """
         write_text_atomically(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+
+
+# Keys of Google's bert_config.json: every field but `layer_norm_eps`, which it cannot express.
+GOOGLE_KEYS = tuple(f.name for f in dataclasses.fields(BertConfig) if f.name != "layer_norm_eps")
+SIZE_FIELDS = tuple(f.name for f in dataclasses.fields(BertConfig) if f.type == "int")

@@ -101,15 +101,10 @@ def export_saved_model(
         export_dir: output folder.
         labels: class (or tag) names in id order; default "0", "1", ...
         text_pair: classifier takes two strings (sentence pairs).
-        max_query_length: SQuAD question tokens kept (64); the context fills the rest of each window.
-        doc_stride: tokens between the starts of consecutive windows of a long context (128).
-        n_best_size: start and end positions considered per window (20).
-        max_answer_length: longest answer in tokens (30).
-        version_2_with_negative: answer "" when the [CLS] null score beats the best span by
-            more than `null_score_diff_threshold` (SQuAD 2.0 models).
-        null_score_diff_threshold: see above.
-        window_batch_size: windows the span model runs on at once (bounds the memory a long
-            context takes).
+        max_query_length, doc_stride, n_best_size, max_answer_length, version_2_with_negative,
+            null_score_diff_threshold, window_batch_size: a span model's answering, as for
+            `keras_bert_lite.data.squad.answer_questions` (`window_batch_size` bounds the memory
+            a long context takes).
 
     Returns:
         `export_dir`.

@@ -153,7 +153,7 @@ def create_optimizer(
     if clipnorm is not None and clipnorm < 0:
         raise ValueError(f"create_optimizer: clipnorm must be >= 0 or None, got {clipnorm!r}.")
     schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
-    kwargs = dict(
+    optimizer = (AdamW if optimizer_type == "adamw" else keras.optimizers.Lamb)(
         learning_rate=schedule,
         weight_decay=float(weight_decay_rate),
         beta_1=beta_1,
@@ -161,10 +161,6 @@ def create_optimizer(
         epsilon=epsilon,
         global_clipnorm=clipnorm or None,
     )
-    if optimizer_type == "adamw":
-        optimizer = AdamW(**kwargs)
-    else:
-        optimizer = keras.optimizers.Lamb(**kwargs)
     if weight_decay_rate:
         optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
     return optimizer

@@ -56,7 +56,7 @@ from keras_bert_lite.interop.release import (
     resolve_vocabulary,
 )
 from keras_bert_lite.models import BertEncoder, BertPretrainer
-from keras_bert_lite.models.release_folders import build_model
+from keras_bert_lite.models.release_folders import model_builder
 from keras_bert_lite.text import load_vocabulary
 
 FLAGS = flags.FLAGS
@@ -209,7 +209,7 @@ def read_model(source: Source) -> keras.Model:
     """The model held by `source`, with its weights."""
     if source.model is not None:
         return source.model
-    model = build_model(source.config, FLAGS.model or "encoder")
+    model = model_builder(FLAGS.model or "encoder")(source.config)
     if source.format == "hf":
         _load(model, load_hf_checkpoint, source.path, HF_HEAD_PREFIXES)
     else:

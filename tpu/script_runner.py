@@ -1,9 +1,5 @@
-"""Start-up and error handling shared by the scripts of tpu/: each imports this module first.
-
-Importing it sets what TensorFlow reads once, when it loads (values already set win): oneDNN
-kernels on (TensorFlow leaves them off on some CPUs), TensorFlow's C++ INFO and WARNING lines
-off, and, through `keras_bert_lite.tf_startup`, no GPU probe (and its `cuInit` error line) on a
-machine without an NVIDIA driver.
+"""Start-up and error handling shared by every script (tpu/ and examples/): each imports this module
+first (the examples through `examples/common.py`), which calls `set_tensorflow_environment`.
 """
 
 from __future__ import annotations
@@ -13,9 +9,18 @@ import os
 import sys
 from collections.abc import Callable
 
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-importlib.import_module("keras_bert_lite.tf_startup")
+
+def set_tensorflow_environment() -> None:
+    """Sets what TensorFlow reads once, when it loads (values already set win): oneDNN kernels on
+    (TensorFlow leaves them off on some CPUs), TensorFlow's C++ INFO and WARNING lines off, and,
+    through `keras_bert_lite.tf_startup`, no GPU probe (and its `cuInit` error line) on a machine
+    without an NVIDIA driver."""
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    importlib.import_module("keras_bert_lite.tf_startup")
+
+
+set_tensorflow_environment()
 
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
@@ -39,8 +44,8 @@ def run(main: Callable[[list[str]], None], argv: list[str] | None = None,
 
     A bad flag, or an `INPUT_ERRORS` error from `main`, ends the run with one line
     `<script>.py: error: <describe(error)>` on stderr and exit code 1, no traceback. The scripts
-    read and check every input before they write anything, so such a run leaves the file system
-    as it found it.
+    read and check every input before they write anything (the examples before they create
+    --output_dir), so such a run leaves the file system as it found it.
     """
     program = os.path.basename(main.__code__.co_filename)
 

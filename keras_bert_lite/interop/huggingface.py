@@ -54,21 +54,9 @@ _ACTIVATIONS_FROM_HF = {
 }
 _ACTIVATIONS_TO_HF = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "silu": "silu"}
 
-# transformers.BertConfig's defaults, used for keys a config.json leaves out.
-_HF_DEFAULTS = {
-    "vocab_size": 30522,
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-    "layer_norm_eps": 1e-12,
-}
+# transformers.BertConfig's defaults, used for keys a config.json leaves out: the same values as
+# `BertConfig`'s, its default activation being named "gelu" (the erf form) there.
+_HF_DEFAULTS = BertConfig().to_dict()
 
 # Settings that change the computation without changing any weight's shape.
 _SHAPELESS_FIELDS = ("num_attention_heads", "hidden_act", "layer_norm_eps")

@@ -52,6 +52,11 @@ class BertEmbeddings(keras.layers.Layer):
         (2, 5, 8)
     """
 
+    _CONFIG_ARGS = (
+        "vocab_size", "hidden_size", "max_position_embeddings", "type_vocab_size", "dropout_rate",
+        "initializer_range", "layer_norm_eps",
+    )
+
     def __init__(
         self,
         vocab_size: int,
@@ -123,13 +128,5 @@ class BertEmbeddings(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            max_position_embeddings=self.max_position_embeddings,
-            type_vocab_size=self.type_vocab_size,
-            dropout_rate=self.dropout_rate,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
+        config.update({name: getattr(self, name) for name in self._CONFIG_ARGS})
         return config

@@ -71,6 +71,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         (2, 5, 8)
     """
 
+    _CONFIG_ARGS = (
+        "num_heads", "intermediate_size", "activation", "dropout_rate", "attention_dropout_rate",
+        "initializer_range", "layer_norm_eps",
+    )
+
     def __init__(
         self,
         num_heads: int,
@@ -200,13 +205,5 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-            activation=self.activation,
-            dropout_rate=self.dropout_rate,
-            attention_dropout_rate=self.attention_dropout_rate,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
+        config.update({name: getattr(self, name) for name in self._CONFIG_ARGS})
         return config

@@ -27,22 +27,44 @@ def check_label_names(label_names: Sequence[str] | None, num_classes: int, model
     return names
 
 
-def check_num_classes(num_classes, model_name: str) -> None:
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
+class ClassificationTaskModel(TextTaskModel):
+    """The base of `BertClassifier` and `BertTokenClassifier`: a `ClassificationHead` on what
+    `head_input(encoder, inputs)` reads from the encoder, with the arguments both take (which
+    `check_head` may restrict further)."""
 
+    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
 
-def output_activation(logits, activation: str | None, model_name: str):
-    """`logits`, or their softmax (a float32 `Activation` layer) for `activation="softmax"`."""
-    if activation is None:
-        return logits
-    if activation != "softmax":
-        raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
-    return keras.layers.Activation("softmax", dtype="float32", name="softmax")(logits)
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float,
+                 label_names: Sequence[str] | None, preprocessor: BertPreprocessor | None,
+                 activation: str | None, **kwargs):
+        model_name = type(self).__name__
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
+        label_names = check_label_names(label_names, num_classes, model_name)
+        self.check_head(num_classes, label_names, activation)
+        if activation not in (None, "softmax"):
+            raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
+        inputs = encoder_inputs()
+        classifier = ClassificationHead(
+            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
+        )
+        outputs = classifier(self.head_input(encoder, inputs))
+        if activation == "softmax":
+            outputs = keras.layers.Activation("softmax", dtype="float32", name="softmax")(outputs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.attach(encoder, preprocessor)
+        self.classifier = classifier
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.label_names = label_names
+        self.activation = activation
+
+    def check_head(self, num_classes: int, label_names, activation) -> None:
+        pass
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertClassifier(TextTaskModel):
+class BertClassifier(ClassificationTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
 
     The encoder's last layer is computed only at [CLS] (the encoder's `output_positions`): the
@@ -54,8 +76,7 @@ class BertClassifier(TextTaskModel):
         dropout_rate: dropout on the pooled output before the dense layer (training only).
         label_names: optional names of the classes in id order (kept in the config): labels
             `fit` and `evaluate` accept in place of ids, and what `predict_labels` returns.
-        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), for
-            raw text in `fit`, `evaluate` and `predict`; `from_checkpoint` sets it.
+        preprocessor: optional `BertPreprocessor` for raw text (see `TextTaskModel`).
         activation: None (default): the model outputs logits; "softmax": probabilities (as
             KerasHub's `activation`). The default loss reads either.
 
@@ -68,9 +89,8 @@ class BertClassifier(TextTaskModel):
         with `activation="softmax"`; for num_classes=1, the value [batch, 1]).
         `predict_labels`: the most probable class names.
 
-    Training: `compile()` with no arguments (or none at all before `fit`) uses
-    `default_optimizer()` (BERT's AdamW, constant rate), `SparseCategoricalCrossentropy` (on
-    logits unless `activation="softmax"`) and accuracy (`MeanSquaredError` for regression).
+    Training: the default `compile()` (see `TextTaskModel.compile`) uses
+    `SparseCategoricalCrossentropy` and accuracy (`MeanSquaredError` for regression).
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
     `preprocessor`.
@@ -85,29 +105,20 @@ class BertClassifier(TextTaskModel):
         >>> clf.save("clf.keras")                        # weights, config and vocabulary
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
-
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
                  label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
                  activation: str | None = None, **kwargs):
-        check_num_classes(num_classes, "BertClassifier")
-        label_names = check_label_names(label_names, num_classes, "BertClassifier")
+        kwargs.setdefault("name", "bert_classifier")
+        super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
+
+    def check_head(self, num_classes: int, label_names, activation) -> None:
         if num_classes == 1 and (label_names is not None or activation is not None):
             raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names or activation.")
-        inputs = encoder_inputs()
-        classifier = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
-        )
+
+    @staticmethod
+    def head_input(encoder, inputs):
         # Only the pooled [CLS] output is read: no other position of the last layer is computed.
-        logits = classifier(encoder(inputs, output_positions=())["pooled_output"])
-        kwargs.setdefault("name", "bert_classifier")
-        super().__init__(inputs=inputs, outputs=output_activation(logits, activation, "BertClassifier"), **kwargs)
-        self.attach(encoder, preprocessor)
-        self.classifier = classifier
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.label_names = label_names
-        self.activation = activation
+        return encoder(inputs, output_positions=())["pooled_output"]
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
         if y is not None and self.label_names is not None:

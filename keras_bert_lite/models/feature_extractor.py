@@ -27,8 +27,7 @@ class BertFeatureExtractor(TextTaskModel):
             last, so -1 is `sequence_output`), in output order.
         combine: "concat" (features [batch, seq, len(layer_indices) * H]), "sum" or "mean"
             ([batch, seq, H]).
-        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included), so
-            that `predict` takes texts; `from_checkpoint` sets it.
+        preprocessor: optional `BertPreprocessor`, so that `predict` takes texts (see `TextTaskModel`).
 
     Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`;
     `predict` also takes texts or text pairs when the model has a preprocessor.

@@ -75,18 +75,13 @@ def pretraining_statistics(
 
 
 def pretraining_losses(labels: dict, outputs: dict) -> tuple:
-    """BERT's pre-training losses for one (local) batch.
+    """BERT's pre-training losses for one (local) batch, exactly as the original BERT code.
 
     Args:
-        labels: `masked_lm_ids` int32 [batch, P], `masked_lm_weights` float32 [batch, P]
-            (1 for a real prediction, 0 for padding), `next_sentence_labels` int32 [batch, 1].
-        outputs: `mlm_logits` float32 [batch, P, V], `nsp_logits` float32 [batch, 2].
+        labels, outputs: as for `pretraining_statistics`.
 
     Returns:
-        (total, mlm_loss, nsp_loss), float32 scalars, where
-        mlm_loss = sum(weight * nll) / (sum(weight) + 1e-5), nsp_loss = mean nll and
-        total = mlm_loss + nsp_loss, exactly as the original BERT code (see
-        `pretraining_statistics`).
+        (total, mlm_loss, nsp_loss), float32 scalars (see `pretraining_statistics`).
     """
     statistics = pretraining_statistics(labels, outputs)
     return statistics["loss"], statistics["mlm_loss"], statistics["nsp_loss"]
@@ -114,14 +109,10 @@ def span_loss(labels: dict, outputs: dict):
     Returns:
         float32 scalar, (mean start nll + mean end nll) / 2.
     """
-    losses = []
-    for side in ("start", "end"):
-        positions = ops.reshape(labels[f"{side}_positions"], (-1,))
-        losses.append(
-            ops.mean(
-                keras.losses.sparse_categorical_crossentropy(
-                    positions, outputs[f"{side}_logits"], from_logits=True
-                )
-            )
+    start, end = (
+        keras.losses.sparse_categorical_crossentropy(
+            ops.reshape(labels[f"{side}_positions"], (-1,)), outputs[f"{side}_logits"], from_logits=True
         )
-    return (losses[0] + losses[1]) / 2.0
+        for side in ("start", "end")
+    )
+    return (ops.mean(start) + ops.mean(end)) / 2.0

@@ -22,12 +22,8 @@ from keras_bert_lite.text.preprocessor import BertPreprocessor
 MODEL_KINDS = ("encoder", "pretrainer")
 
 
-def build_model(config: BertConfig, kind: str) -> BertEncoder | BertPretrainer:
-    """A fresh `BertEncoder` ("encoder") or `BertPretrainer` ("pretrainer") for `config`."""
-    return _builder(kind)(config)
-
-
-def _builder(kind: str) -> Callable[[BertConfig], BertEncoder | BertPretrainer]:
+def model_builder(kind: str) -> Callable[[BertConfig], BertEncoder | BertPretrainer]:
+    """What builds a fresh `BertEncoder` ("encoder") or `BertPretrainer` ("pretrainer") from a config."""
     if kind not in MODEL_KINDS:
         raise ValueError(f"model must be one of {MODEL_KINDS}, got {kind!r}.")
     return BertEncoder if kind == "encoder" else lambda config: BertPretrainer(BertEncoder(config))
@@ -60,7 +56,7 @@ def from_google_checkpoint(
         CheckpointMismatchError: (a ValueError) when the checkpoint does not fit `bert_config.json`
             (anything other than unused heads for an encoder).
     """
-    return load_folder("google", os.fspath(directory), seq_length, lower_case, build=_builder(model))
+    return load_folder("google", os.fspath(directory), seq_length, lower_case, build=model_builder(model))
 
 
 def from_hf_checkpoint(
@@ -69,4 +65,4 @@ def from_hf_checkpoint(
     """As `from_google_checkpoint`, from a Hugging Face BERT folder: `config.json`,
     `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`; the heads are `cls.*`, and
     `lower_case` None reads `do_lower_case` from `tokenizer_config.json` (default True)."""
-    return load_folder("hugging_face", os.fspath(directory), seq_length, lower_case, build=_builder(model))
+    return load_folder("hugging_face", os.fspath(directory), seq_length, lower_case, build=model_builder(model))

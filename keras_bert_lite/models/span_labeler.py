@@ -26,9 +26,8 @@ class BertSpanLabeler(TextTaskModel):
 
     Args:
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
-        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
-            `predict_answers` on raw strings; `from_checkpoint` sets it. Its `seq_length` is the
-            window length (384 in the paper's SQuAD runs).
+        preprocessor: optional `BertPreprocessor` for raw strings (see `TextTaskModel`); its
+            `seq_length` is the window length (384 in the paper's SQuAD runs).
 
     Inputs (a dict, each int32 [batch, seq]): `input_word_ids`, `input_mask`, `input_type_ids`
     (SQuAD windows: see `keras_bert_lite.data.squad.squad_features`).
@@ -39,9 +38,8 @@ class BertSpanLabeler(TextTaskModel):
     Training data is `(features, labels)` with labels `start_positions`, `end_positions` int32
     [batch], or, with a preprocessor, `x=(questions, contexts)` lists of strings and `y` their
     answers `{"text", "answer_start"}` as in SQuAD files (see `text_batches`). The loss is the
-    paper's (see `span_loss`), so `compile()` needs no loss; with no arguments it uses
-    `default_optimizer()` (BERT's AdamW, constant rate). Metrics `start_accuracy` and
-    `end_accuracy`. The encoder's pooler is not read, so training leaves it as it is.
+    paper's (see `span_loss`), so `compile()` needs no loss. Metrics `start_accuracy` and
+    `end_accuracy`.
 
     Attributes: `encoder`, `span_head`, `preprocessor`.
 
@@ -133,13 +131,8 @@ class BertSpanLabeler(TextTaskModel):
 
         Args:
             questions, contexts: a string each, or equally long lists of strings.
-            max_query_length, doc_stride: window layout (question tokens kept; tokens between
-                window starts).
-            n_best_size, max_answer_length: candidate spans (20 best starts and ends, at most 30
-                tokens, as in the paper).
-            version_2_with_negative: answer "" when the [CLS] null score beats the best span by
-                more than `null_score_diff_threshold` (SQuAD 2.0 models).
-            null_score_diff_threshold: see above.
+            max_query_length, doc_stride, n_best_size, max_answer_length, version_2_with_negative,
+                null_score_diff_threshold: as for `answer_questions` (the paper's defaults).
             batch_size: questions (and windows) per model call.
 
         Returns:

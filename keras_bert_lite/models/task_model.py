@@ -88,7 +88,8 @@ def default_optimizer() -> keras.optimizers.Optimizer:
 
 
 class TextTaskModel(EncoderTaskModel):
-    """An `EncoderTaskModel` that works on raw text with the `BertPreprocessor` it carries.
+    """An `EncoderTaskModel` that works on raw text with the `BertPreprocessor` it carries (kept
+    in its config, vocabulary included).
 
     - `from_checkpoint(path, seq_length, ...)` builds the model on a pre-trained encoder and its
       preprocessor from a Google, Hugging Face or our own folder.

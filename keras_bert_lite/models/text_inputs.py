@@ -164,7 +164,7 @@ def _text_columns(x) -> tuple[tf.Tensor, ...]:
             "x is a dict (token-id features?); text_dataset takes raw text: a list, numpy array or "
             "tf.data.Dataset of strings, or of (text_a, text_b) pairs."
         )
-    array = _object_array(x, "x")
+    array = _object_array(x)
     if array.ndim == 1 and array.size and isinstance(array[0], (list, tuple, np.ndarray)):
         lengths = sorted({len(row) if isinstance(row, (list, tuple, np.ndarray)) else 1 for row in array})
         raise ValueError(f"x: rows of different lengths {lengths}; pairs must have exactly 2 texts.")
@@ -177,7 +177,7 @@ def _text_columns(x) -> tuple[tf.Tensor, ...]:
     return (text_column(array, "x"),)
 
 
-def _object_array(values, name: str) -> np.ndarray:
+def _object_array(values) -> np.ndarray:
     """`values` as a numpy array of Python objects (never a fixed-width string dtype)."""
     if tf.is_tensor(values):
         values = values.numpy()
@@ -193,7 +193,7 @@ def text_column(values, name: str) -> tf.Tensor:
     """
     if isinstance(values, (str, bytes)):
         values = [values]
-    array = _object_array(values, name)
+    array = _object_array(values)
     if array.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of texts, got shape {array.shape}.")
     if array.size == 0:
@@ -239,7 +239,7 @@ def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: boo
     """A dataset of texts (see the module docstring) as `text_dataset` batches them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
-    if len(parts) == 2 and all(_is_string(p) for p in parts):
+    if len(parts) == 2 and _is_text_spec(parts):
         text_parts = 2  # an unlabelled (text_a, text_b) pair
     elif 1 <= len(parts) <= 3 and _is_text_spec(parts[0]):
         text_parts = 1
@@ -270,12 +270,7 @@ def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: boo
     return dataset.map(regroup)
 
 
-def _is_string(spec) -> bool:
-    return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-
-
 def _is_text_spec(spec) -> bool:
     """A string scalar/vector, or a pair of them."""
-    if isinstance(spec, tuple):
-        return len(spec) == 2 and all(_is_string(s) for s in spec)
-    return _is_string(spec)
+    specs = spec if isinstance(spec, tuple) and len(spec) == 2 else (spec,)
+    return all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in specs)

@@ -13,10 +13,8 @@ from keras import ops
 from keras_bert_lite.data.ner.conll import TaggedSentence
 from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs
 from keras_bert_lite.data.ner.metrics import entity_spans
-from keras_bert_lite.layers import ClassificationHead
-from keras_bert_lite.models.classifier import check_label_names, check_num_classes, output_activation
-from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import TextTaskModel
+from keras_bert_lite.models.classifier import ClassificationTaskModel
+from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.text_inputs import text_column
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
@@ -25,7 +23,7 @@ _WORD = re.compile(r"[^ \t\n\v\f\r]+")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertTokenClassifier(TextTaskModel):
+class BertTokenClassifier(ClassificationTaskModel):
     """A `BertEncoder` with dropout and a dense layer on every position of the last layer.
 
     As in the paper's NER experiment, a word is labelled by the logits at its first word
@@ -38,9 +36,8 @@ class BertTokenClassifier(TextTaskModel):
         dropout_rate: dropout on the sequence output before the dense layer (training only).
         label_names: optional tag names in id order, e.g. `CONLL2003_TAGS` (kept in the config):
             the tags `fit` accepts, and what `predict_entities` reads (IOB1 or BIO).
-        preprocessor: optional `BertPreprocessor` (kept in the config, vocabulary included) for
-            words and text in `fit`, `evaluate`, `predict` and `predict_entities`;
-            `from_checkpoint` sets it.
+        preprocessor: optional `BertPreprocessor` for words and text (see `TextTaskModel`), also
+            in `predict_entities`.
         activation: None (default): the model outputs logits; "softmax": probabilities.
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
@@ -53,10 +50,8 @@ class BertTokenClassifier(TextTaskModel):
         (probabilities with `activation="softmax"`). `predict_entities`: entity spans with
         character offsets.
 
-    Training: `compile()` with no arguments (or none at all before `fit`) uses
-    `default_optimizer()` (BERT's AdamW, constant rate), `SparseCategoricalCrossentropy(
-    reduction="mean_with_sample_weight")` (on logits unless `activation="softmax"`) and a
-    weighted accuracy. The encoder's pooler is not read, so training leaves it as it is.
+    Training: the default `compile()` (see `TextTaskModel.compile`) uses
+    `SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")` and a weighted accuracy.
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
     `preprocessor`.
@@ -70,26 +65,15 @@ class BertTokenClassifier(TextTaskModel):
         [[{'entity': 'PER', 'start': 0, 'end': 13, 'text': 'Angela Merkel', 'score': ...}, ...]]
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
-
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
                  label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
                  activation: str | None = None, **kwargs):
-        check_num_classes(num_classes, "BertTokenClassifier")
-        label_names = check_label_names(label_names, num_classes, "BertTokenClassifier")
-        inputs = encoder_inputs()
-        classifier = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
-        )
-        logits = classifier(encoder(inputs)["sequence_output"])
         kwargs.setdefault("name", "bert_token_classifier")
-        super().__init__(inputs=inputs, outputs=output_activation(logits, activation, "BertTokenClassifier"), **kwargs)
-        self.attach(encoder, preprocessor)
-        self.classifier = classifier
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.label_names = label_names
-        self.activation = activation
+        super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
+
+    @staticmethod
+    def head_input(encoder, inputs):
+        return encoder(inputs)["sequence_output"]
 
     @property
     def tags(self) -> tuple[str, ...]:

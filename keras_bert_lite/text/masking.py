@@ -21,6 +21,11 @@ import tensorflow as tf
 from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import SUFFIX_INDICATOR, BertTokenizer, load_vocabulary
 
+# The `mask_tokens` arguments a `MaskedLMMasker` holds as attributes of the same names.
+_MASK_ARGS = (
+    "vocab_size", "mask_token_id", "special_token_ids", "padding_id", "selection_rate", "mask_token_rate",
+    "random_token_rate", "max_predictions_per_seq",
+)
 
 def mask_tokens(
     input_word_ids: tf.Tensor,
@@ -172,27 +177,19 @@ class MaskedLMMasker(TextLayer):
     stateless `mask` method (or the `mask_tokens` function).
 
     Args:
-        vocab_size: random replacement ids are drawn from [0, vocab_size).
-        mask_token_id: id of `[MASK]`.
-        special_token_ids: ids that are never selected (`[CLS]`, `[SEP]`, `[PAD]`, ...).
-        selection_rate: fraction of tokens to predict (0.15).
-        mask_token_rate: fraction of predicted tokens replaced by `[MASK]` (0.8).
-        random_token_rate: fraction replaced by a random id (0.1); the rest stays.
-        max_predictions_per_seq: at most this many predictions per sequence.
+        vocab_size, mask_token_id, special_token_ids, selection_rate, mask_token_rate, random_token_rate,
+            max_predictions_per_seq, padding_id: as for `mask_tokens`.
         whole_word_masking: select whole words: a `##` piece goes with its word.
         vocabulary: the tokens (list) or `vocab.txt` path; needed for whole-word masking, to know which ids
             are `##` pieces.
         seed: int seed; `None` draws a random one.
-        padding_id: id of `[PAD]` (0 in BERT vocabularies); padding is never selected and does not count
-            towards the number of predictions.
         **kwargs: standard layer arguments.
 
     Call arguments:
         input_word_ids: int32 [batch, seq_length], padded with `padding_id`.
 
     Returns:
-        dict: `input_word_ids` (masked, int32 [batch, seq_length]), `masked_lm_positions`, `masked_lm_ids`
-        (int32 [batch, max_predictions_per_seq], zero-padded), `masked_lm_weights` (float32, 0.0 on padding).
+        The dict `mask_tokens` returns.
 
     Example:
 
@@ -291,19 +288,8 @@ class MaskedLMMasker(TextLayer):
             >>> bool(tf.reduce_all(first["input_word_ids"] == again["input_word_ids"]))
             True
         """
-        return mask_tokens(
-            input_word_ids,
-            seed,
-            vocab_size=self.vocab_size,
-            mask_token_id=self.mask_token_id,
-            special_token_ids=self.special_token_ids,
-            padding_id=self.padding_id,
-            selection_rate=self.selection_rate,
-            mask_token_rate=self.mask_token_rate,
-            random_token_rate=self.random_token_rate,
-            max_predictions_per_seq=self.max_predictions_per_seq,
-            continuation_ids=self._continuation_ids,
-        )
+        arguments = {name: getattr(self, name) for name in _MASK_ARGS}
+        return mask_tokens(input_word_ids, seed, continuation_ids=self._continuation_ids, **arguments)
 
     def compute_output_spec(self, input_word_ids):
         batch = input_word_ids.shape[0]
@@ -318,16 +304,9 @@ class MaskedLMMasker(TextLayer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(
-            vocab_size=self.vocab_size,
-            mask_token_id=self.mask_token_id,
-            special_token_ids=self.special_token_ids,
-            selection_rate=self.selection_rate,
-            mask_token_rate=self.mask_token_rate,
-            random_token_rate=self.random_token_rate,
-            max_predictions_per_seq=self.max_predictions_per_seq,
+            {name: getattr(self, name) for name in _MASK_ARGS},
             whole_word_masking=self.whole_word_masking,
             vocabulary=None if self.vocabulary is None else list(self.vocabulary),
             seed=self.seed,
-            padding_id=self.padding_id,
         )
         return config

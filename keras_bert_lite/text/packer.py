@@ -9,6 +9,7 @@ from keras_bert_lite.text.text_layer import TextLayer
 
 # tensorflow_text (~120 MB resident) is imported where it is used, so that training from
 # TFRecords does not load it. Truncator name -> tensorflow_text trimmer class name.
+OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 _TRIMMERS = {"round_robin": "RoundRobinTrimmer", "waterfall": "WaterfallTrimmer"}
 
 
@@ -101,11 +102,7 @@ class BertPackInputs(TextLayer):
             word_ids, self.seq_length, pad_value=self.padding_id
         )
         input_type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
-        return {
-            "input_word_ids": input_word_ids,
-            "input_mask": input_mask,
-            "input_type_ids": input_type_ids,
-        }
+        return dict(zip(OUTPUT_NAMES, (input_word_ids, input_mask, input_type_ids)))
 
     def _combine(self, trimmed: list[tf.RaggedTensor]) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
         """`[CLS] A [SEP] B [SEP] ...` as ragged word ids and type ids [batch, (tokens)], both int32.
@@ -155,20 +152,12 @@ class BertPackInputs(TextLayer):
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
         shape = (first.shape[0], self.seq_length)
-        return {
-            name: keras.KerasTensor(shape, dtype="int32")
-            for name in ("input_word_ids", "input_mask", "input_type_ids")
-        }
+        return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            seq_length=self.seq_length,
-            start_of_sequence_id=self.start_of_sequence_id,
-            end_of_segment_id=self.end_of_segment_id,
-            padding_id=self.padding_id,
-            truncator=self.truncator,
-        )
+        names = ("seq_length", "start_of_sequence_id", "end_of_segment_id", "padding_id", "truncator")
+        config.update({name: getattr(self, name) for name in names})
         return config
 
 

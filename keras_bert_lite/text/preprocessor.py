@@ -8,11 +8,15 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_bert_lite.text.packer import BertPackInputs
+from keras_bert_lite.text.packer import OUTPUT_NAMES, BertPackInputs
 from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
-_OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# The `BertTokenizer` arguments a `BertPreprocessor` passes on (and keeps in its config).
+_TOKENIZER_ARGS = (
+    "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
+    "preserve_unused_tokens",
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -117,20 +121,12 @@ class BertPreprocessor(TextLayer):
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
         shape = (self.seq_length,) if len(first.shape) == 0 else (first.shape[0], self.seq_length)
-        return {name: keras.KerasTensor(shape, dtype="int32") for name in _OUTPUT_NAMES}
+        return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            vocabulary=self.tokenizer.vocabulary,
-            seq_length=self.seq_length,
-            lower_case=self.tokenizer.lower_case,
-            truncator=self.packer.truncator,
-            max_chars_per_token=self.tokenizer.max_chars_per_token,
-            strip_accents=self.tokenizer.strip_accents,
-            special_tokens_in_strings=self.tokenizer.special_tokens_in_strings,
-            preserve_unused_tokens=self.tokenizer.preserve_unused_tokens,
-        )
+        config.update({name: getattr(self.tokenizer, name) for name in _TOKENIZER_ARGS},
+                      seq_length=self.seq_length, truncator=self.packer.truncator)
         return config
 
 

@@ -110,6 +110,9 @@ class BertTokenizer(TextLayer):
 
         self._tokens = tuple(tokens)
         self._ids = {token: i for i, token in enumerate(tokens)}
+        self.vocab_size = len(tokens)
+        special_ids = (self._ids[t] for t in SPECIAL_TOKENS)
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = special_ids
         self.lower_case = bool(lower_case)
         self.max_chars_per_token = int(max_chars_per_token)
         self.strip_accents = self.lower_case if strip_accents is None else bool(strip_accents)
@@ -133,30 +136,6 @@ class BertTokenizer(TextLayer):
     def vocabulary(self) -> list[str]:
         """The tokens in id order."""
         return list(self._tokens)
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self._tokens)
-
-    @property
-    def pad_id(self) -> int:
-        return self._ids["[PAD]"]
-
-    @property
-    def unk_id(self) -> int:
-        return self._ids["[UNK]"]
-
-    @property
-    def cls_id(self) -> int:
-        return self._ids["[CLS]"]
-
-    @property
-    def sep_id(self) -> int:
-        return self._ids["[SEP]"]
-
-    @property
-    def mask_id(self) -> int:
-        return self._ids["[MASK]"]
 
     def token_to_id(self, token: str) -> int:
         """Id of `token`; KeyError naming it if it is not in the vocabulary."""
@@ -250,9 +229,9 @@ class BertTokenizer(TextLayer):
         plain = tf.strings.regex_full_match(strings, PLAIN_ASCII)
         unicode_rows = tf.where(tf.logical_not(plain))
         fast = tf.strings.lower(strings) if self.lower_case else strings
-        normalized = tf.tensor_scatter_nd_update(
-            fast, unicode_rows, self._normalize(tf.gather_nd(strings, unicode_rows))
-        )
+        unicode_text = tf.gather_nd(strings, unicode_rows)
+        unicode_text = normalize_text(unicode_text, self.lower_case, self.strip_accents)
+        normalized = tf.tensor_scatter_nd_update(fast, unicode_rows, unicode_text)
 
         def tokenize(wordpiece, texts):
             return wordpiece.tokenize_with_offsets(texts) if with_offsets else (wordpiece.tokenize(texts),)
@@ -284,9 +263,6 @@ class BertTokenizer(TextLayer):
             )
             for offsets, span in zip((starts, ends), spans)
         ))
-
-    def _normalize(self, strings: tf.Tensor) -> tf.Tensor:
-        return normalize_text(strings, self.lower_case, self.strip_accents)
 
     def _redo_by_chars(self, normalized, unicode_rows, pieces, tokenize):
         """Re-tokenizes non-ASCII rows holding [UNK] with the character limit.
@@ -367,12 +343,7 @@ class BertTokenizer(TextLayer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            vocabulary=list(self._tokens),
-            lower_case=self.lower_case,
-            max_chars_per_token=self.max_chars_per_token,
-            strip_accents=self.strip_accents,
-            special_tokens_in_strings=self.special_tokens_in_strings,
-            preserve_unused_tokens=self.preserve_unused_tokens,
-        )
+        options = ("lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
+                   "preserve_unused_tokens")
+        config.update({name: getattr(self, name) for name in options}, vocabulary=self.vocabulary)
         return config

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import tensorflow as tf
 
 from keras_bert_lite.atomic import write_text_atomically
+from keras_bert_lite.config import read_bytes
 from keras_bert_lite.text.normalization import WHITESPACE, normalize_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -37,10 +38,8 @@ def load_vocabulary(path: str) -> list[str]:
         ValueError: the file is empty, is not UTF-8, or has an empty or repeated token (the message names
             the line).
     """
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"Vocabulary file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        raw_lines = f.read().splitlines()
+    path, data = read_bytes(path, "Vocabulary file")
+    raw_lines = data.splitlines()
     tokens = []
     for line_number, raw in enumerate(raw_lines, start=1):
         try:

@@ -115,15 +115,11 @@ def use_jit_compile(setting: str) -> bool:
 
 
 def _multi_worker_strategy(all_reduce: str) -> tf.distribute.Strategy:
-    implementations = {
-        "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
-        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
-        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
-    }
-    if all_reduce not in implementations:
-        raise ValueError(f"all_reduce must be one of {tuple(implementations)}, got {all_reduce!r}.")
+    if all_reduce not in ("auto", "ring", "nccl"):
+        raise ValueError(f"all_reduce must be one of ('auto', 'ring', 'nccl'), got {all_reduce!r}.")
     _check_tf_config()
-    options = tf.distribute.experimental.CommunicationOptions(implementation=implementations[all_reduce])
+    implementation = getattr(tf.distribute.experimental.CommunicationImplementation, all_reduce.upper())
+    options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     logging.info(
         "MultiWorkerMirroredStrategy: %d replicas, this is %s.",

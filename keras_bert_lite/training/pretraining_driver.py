@@ -148,8 +148,10 @@ def run_pretraining(
         durations.append((time.perf_counter() - began, num_steps))
         check_finite(history, step + 1, last_checkpoint, check_gradients=check_gradients)
         examples_per_second = loop.global_batch_size * num_steps / durations[-1][0]
-        _write_summaries(writer, history, step + 1, examples_per_second)
+        for i in range(num_steps):
+            _write_scalars(writer, {name: history[name][i] for name in STAT_NAMES}, step + 1 + i)
         step += num_steps
+        _write_scalars(writer, {"examples_per_second": examples_per_second}, step)
         stats = {name: float(np.mean(history[name])) for name in STAT_NAMES}
         stats["learning_rate"] = float(history["learning_rate"][-1])
         if bar is not None:
@@ -189,16 +191,4 @@ def _read_evaluations(path: str) -> list[dict]:
 def _write_scalars(writer, scalars: dict[str, float], step: int) -> None:
     with writer.as_default():
         for name, value in scalars.items():
-            _scalar(name, value, step)
-
-
-def _scalar(name: str, value: float, step: int) -> None:
-    tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
-
-
-def _write_summaries(writer, history: dict[str, np.ndarray], first_step: int, examples_per_second: float) -> None:
-    with writer.as_default():
-        for i in range(len(history["loss"])):
-            for name in STAT_NAMES:
-                _scalar(name, history[name][i], first_step + i)
-        _scalar("examples_per_second", examples_per_second, first_step + len(history["loss"]) - 1)
+            tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)

@@ -1,19 +1,9 @@
 """Checkpoints that survive a kill: save, resume, the NaN guard and the final export.
 
-Checkpoints are `tf.train.CheckpointManager` files `ckpt-<step>.{index,data-*}` plus the
-`checkpoint` state file. TensorFlow writes the data and index to a `_temp` folder and renames
-them into place, and writes the state file with an atomic rename after them, so a process killed
-at any moment leaves the previous checkpoints intact and the state file pointing at a complete
-one. On top of that, `TrainingCheckpoints.restore` does not trust the state file alone: it
-tries the checkpoints it lists and those found on disk, newest first, and skips any it cannot
-read, so even a lost or damaged state file resumes from the newest readable checkpoint.
-
-Example:
-
-    >>> checkpoints = TrainingCheckpoints("out/ckpt", strategy, pretrainer, optimizer,
-    ...                                   loop.global_step, max_to_keep=3)
-    >>> checkpoints.restore()   # step resumed from, 0 on a fresh start
-    >>> checkpoints.save()      # writes out/ckpt/ckpt-<global_step>
+`tf.train.CheckpointManager` writes `ckpt-<step>.{index,data-*}` through a `_temp` folder and
+renames them into place before the `checkpoint` state file, so a kill at any moment leaves the
+previous checkpoints intact; `TrainingCheckpoints.restore` also scans the disk, so even a lost or
+damaged state file resumes from the newest readable checkpoint.
 """
 
 from __future__ import annotations
@@ -80,6 +70,10 @@ def check_finite(history: dict[str, np.ndarray], first_step: int, last_checkpoin
 
 class TrainingCheckpoints:
     """Saves and restores model, optimizer, step and (where possible) the data iterator.
+
+        >>> checkpoints = TrainingCheckpoints("out/ckpt", strategy, pretrainer, optimizer, loop.global_step)
+        >>> checkpoints.restore()   # step resumed from, 0 on a fresh start
+        >>> checkpoints.save()      # writes out/ckpt/ckpt-<global_step>
 
     Under MultiWorkerMirroredStrategy every worker must call `save` (the collective save needs
     all of them); only the chief's files are kept in `directory`, the others write to a
@@ -244,23 +238,18 @@ def restore_model_weights(model: BertPretrainer, path: str) -> str:
 def export_pretrained(
     model: BertPretrainer, output_dir: str, vocab_file: str | None = None, do_lower_case: bool | None = None,
 ) -> dict[str, str]:
-    """Saves the trained model for fine-tuning, each file written atomically.
+    """Saves the trained model for fine-tuning as float32 copies, each file written atomically.
 
-    Writes `pretrainer.keras` (encoder and heads), `encoder.keras` (the encoder alone),
-    `bert_config.json` and, when given, a copy of `vocab_file` as `vocab.txt` and a
-    `tokenizer_config.json` holding `{"do_lower_case": ...}`, each through
-    `keras_bert_lite.atomic`. The casing is written down, as Hugging Face folders carry it,
-    because `from_checkpoint` otherwise infers it from the vocabulary's tokens, which a small
-    vocabulary learned from cased text may not reveal. The models are saved as float32 copies,
-    whatever the training precision and strategy. Call it outside `strategy.scope()`, on the
-    chief only.
+    Writes `pretrainer.keras` (encoder and heads), `encoder.keras`, `bert_config.json`, and when
+    given, `vocab_file` as `vocab.txt` and `tokenizer_config.json` with `{"do_lower_case": ...}`:
+    without it `from_checkpoint` infers the casing from the vocabulary, which a small vocabulary
+    learned from cased text may not reveal. Call it outside `strategy.scope()`, on the chief only.
 
     Args:
         model: the trained pre-training model.
         output_dir: folder to write into (local or any `tf.io.gfile` filesystem); created if needed.
-        vocab_file: the WordPiece vocabulary the model was trained with, copied as `vocab.txt`.
-        do_lower_case: whether the training text was lower-cased (uncased vocabulary); None
-            writes no `tokenizer_config.json` (the casing is then read from the vocabulary).
+        vocab_file: the WordPiece vocabulary the model was trained with.
+        do_lower_case: whether the training text was lower-cased; None writes no `tokenizer_config.json`.
 
     Returns:
         Name ("pretrainer", "encoder", "bert_config", "vocab", "tokenizer_config") -> written path.

@@ -1,7 +1,6 @@
 """tpu/create_pretraining_data.py: runs in the test process (`main(argv)` through its `run` entry),
 and one in a fresh process for what only a process shows (exit code, no traceback, no cuInit)."""
 
-import importlib.util
 import os
 import pathlib
 import re
@@ -12,6 +11,7 @@ import pytest
 
 from keras_bert_lite import tf_startup
 from keras_bert_lite.data.pretraining.writer import create_pretraining_data
+from tests.examples import scripts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tpu" / "create_pretraining_data.py"
@@ -19,22 +19,12 @@ BUILTIN_DOCUMENTS = 40
 LENGTHS = ["--max_seq_length=64", "--max_predictions_per_seq=10"]
 
 
-def _scripts():
-    """tests/examples/scripts.py (in-process script runs), one module for the whole session."""
-    name = "script_test_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "examples" / "scripts.py")
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
 def _run(capfd, *argv):
-    return _scripts().run_script(SCRIPT, capfd, *argv)
+    return scripts.run_script(SCRIPT, capfd, *argv)
 
 
 def _error(capfd, *argv):
-    return _scripts().one_error(SCRIPT, capfd, *argv)
+    return scripts.one_error(SCRIPT, capfd, *argv)
 
 
 def _examples_written(stderr: str) -> int:

@@ -3,8 +3,10 @@ fresh Python + TensorFlow process each (the claims that need one keep their subp
 
 Every script has a `run(argv)` entry (what `python script.py` calls) that parses absl flags and
 ends with `SystemExit`; bad input is one line `<script>.py: error: ...` on stderr and exit code 1.
-Tests run with --import-mode=importlib: load this module with `scripts_module()` (one copy in
-`sys.modules` for the whole session, whose record of loaded flags every test file shares).
+Test files import it as `from tests.examples import scripts` (pytest's --import-mode=importlib
+makes `tests` a package); it is one module for the whole session, whose record of loaded flags
+every test file shares, also under the name `script_test_helpers` (which
+tests/training/test_pretrain_main.py looks up).
 """
 
 import importlib.util
@@ -24,6 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Flags defined by the scripts loaded so far: dropped before the next load, so that one script's
 # required flags or validators never apply to another's run.
 _LOADED_FLAGS: set[str] = set()
+sys.modules.setdefault("script_test_helpers", sys.modules[__name__])
 
 
 def load_script(path: os.PathLike) -> types.ModuleType:

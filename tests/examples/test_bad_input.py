@@ -29,70 +29,56 @@ def bad_files(tmp_path):
     return tmp_path
 
 
-def _errors(scripts, capfd, script, out, cases):
-    for argv, expected in cases.items():
-        error = scripts.one_error(EXAMPLES / script, capfd, *argv, f"--output_dir={out}")
-        assert re.search(expected, error), (script, argv, error)
-        assert not out.exists(), (script, argv)
+# (script, flags, pattern of the error line); `{tmp}` is the test's folder (holding `bad_files`),
+# `{vocab}` the real vocabulary, `{fixtures}` tests/fixtures. Every script but extract_features also
+# gets --output_dir={tmp}/out.
+SST2 = ["--task_name=sst2", "--vocab_file={vocab}", "--preset=tiny"]
+SQUAD = ["--vocab_file={vocab}", "--preset=tiny", "--predict_file={fixtures}/squad/dev-v1.1.json"]
+NER = ["--vocab_file={vocab}", "--preset=tiny", "--dev_file={fixtures}/conll/dev.txt"]
+FEATURES = ["--vocab_file={vocab}", "--preset=tiny", "--output_file={tmp}/out/features.jsonl"]
+CASES = [
+    ("run_classifier.py", [*SST2, "--data_dir={tmp}/none"], r"^GLUE file not found: {tmp}/none/train\.tsv"),
+    ("run_classifier.py", [*SST2, "--data_dir={tmp}/folder_glue"], r"{tmp}/folder_glue/train\.tsv"),
+    ("run_classifier.py", [*SST2, "--data_dir={tmp}/glue"],
+     r"train\.tsv, line 3: label '2' is not one of \['0', '1'\]"),
+    ("run_classifier.py",
+     ["--task_name=mrpc", "--data_dir={fixtures}/glue/MRPC", "--init_checkpoint={tmp}/copied/none.keras"],
+     r"{tmp}/copied/none\.keras"),
+    ("run_classifier.py", ["--task_name=nope", "--data_dir={tmp}/glue"], r"nope"),
+    ("run_classifier.py", [*SST2, "--data_dir={tmp}/glue", "--num_train_epochs=x"],
+     r"^flag --num_train_epochs=x: "),
+    ("run_classifier.py", ["--data_dir={tmp}/glue"],
+     r"^flag --task_name=None: Flag --task_name must have a value"),
+    ("run_squad.py", [*SQUAD, "--train_file={tmp}/none.json"], r"{tmp}/none\.json"),
+    ("run_squad.py", [*SQUAD, "--train_file={tmp}/folder.txt"], r"{tmp}/folder\.txt"),
+    ("run_squad.py", [*SQUAD, "--train_file={tmp}/squad.json"], r"{tmp}/squad\.json"),
+    ("run_squad.py", [*SQUAD, "--train_file={tmp}/latin1.txt"], r"{tmp}/latin1\.txt"),
+    ("run_ner.py", [*NER, "--train_file={tmp}/none.txt"], r"{tmp}/none\.txt"),
+    ("run_ner.py", [*NER, "--train_file={tmp}/folder.txt"], r"{tmp}/folder\.txt"),
+    ("run_ner.py", [*NER, "--train_file={tmp}/conll.txt"], r"{tmp}/conll\.txt, line 3"),
+    ("run_ner.py", [*NER, "--train_file={tmp}/latin1.txt"], r"{tmp}/latin1\.txt"),
+    ("extract_features.py", [*FEATURES, "--input_file={tmp}/in.txt"],
+     r"^{tmp}/in\.txt; No such file or directory$"),
+    ("extract_features.py", [*FEATURES, "--input_file={tmp}/folder.txt"], r"{tmp}/folder\.txt"),
+    ("extract_features.py", [*FEATURES, "--input_file={tmp}/latin1.txt"],
+     r"{tmp}/latin1\.txt, line 2: not valid UTF-8"),
+    ("extract_features.py",
+     ["--vocab_file={vocab}", "--input_file={tmp}/latin1.txt", "--output_file={tmp}/out.csv"],
+     r"must end in \.jsonl or \.npz"),
+]
 
 
-def test_run_classifier(scripts, capfd, bad_files, real_vocab_file, tmp_path):
-    out = tmp_path / "out"
-    common = ["--task_name=sst2", f"--vocab_file={real_vocab_file}", "--preset=tiny"]
-    copied = tmp_path / "copied"
-    copied.mkdir()
-    cases = {
-        (*common, f"--data_dir={tmp_path / 'none'}"): rf"^GLUE file not found: {tmp_path}/none/train\.tsv",
-        (*common, f"--data_dir={bad_files / 'folder_glue'}"): rf"{bad_files}/folder_glue/train\.tsv",
-        (*common, f"--data_dir={bad_files / 'glue'}"): r"train\.tsv, line 3: label '2' is not one of \['0', '1'\]",
-        ("--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}", f"--init_checkpoint={copied / 'none.keras'}"):
-            rf"{copied}/none\.keras",
-        ("--task_name=nope", f"--data_dir={bad_files / 'glue'}"): r"nope",
-        (*common, f"--data_dir={bad_files / 'glue'}", "--num_train_epochs=x"): r"^flag --num_train_epochs=x: ",
-        (f"--data_dir={bad_files / 'glue'}",): r"^flag --task_name=None: Flag --task_name must have a value",
-    }
-    _errors(scripts, capfd, "run_classifier.py", out, cases)
-
-
-def test_run_squad(scripts, capfd, bad_files, real_vocab_file, tmp_path):
-    out = tmp_path / "out"
-    dev = f"--predict_file={FIXTURES / 'squad' / 'dev-v1.1.json'}"
-    common = [f"--vocab_file={real_vocab_file}", "--preset=tiny", dev]
-    cases = {
-        (*common, f"--train_file={tmp_path / 'none.json'}"): rf"{tmp_path}/none\.json",
-        (*common, f"--train_file={bad_files / 'folder.txt'}"): rf"{bad_files}/folder\.txt",
-        (*common, f"--train_file={bad_files / 'squad.json'}"): rf"{bad_files}/squad\.json",
-        (*common, f"--train_file={bad_files / 'latin1.txt'}"): rf"{bad_files}/latin1\.txt",
-    }
-    _errors(scripts, capfd, "run_squad.py", out, cases)
-
-
-def test_run_ner(scripts, capfd, bad_files, real_vocab_file, tmp_path):
-    out = tmp_path / "out"
-    common = [f"--vocab_file={real_vocab_file}", "--preset=tiny", f"--dev_file={FIXTURES / 'conll' / 'dev.txt'}"]
-    cases = {
-        (*common, f"--train_file={tmp_path / 'none.txt'}"): rf"{tmp_path}/none\.txt",
-        (*common, f"--train_file={bad_files / 'folder.txt'}"): rf"{bad_files}/folder\.txt",
-        (*common, f"--train_file={bad_files / 'conll.txt'}"): rf"{bad_files}/conll\.txt, line 3",
-        (*common, f"--train_file={bad_files / 'latin1.txt'}"): rf"{bad_files}/latin1\.txt",
-    }
-    _errors(scripts, capfd, "run_ner.py", out, cases)
-
-
-def test_extract_features(scripts, capfd, bad_files, real_vocab_file, tmp_path):
-    out = tmp_path / "out"
-    common = [f"--vocab_file={real_vocab_file}", "--preset=tiny", f"--output_file={out / 'features.jsonl'}"]
-    cases = {
-        (*common, f"--input_file={tmp_path / 'in.txt'}"): rf"^{tmp_path}/in\.txt; No such file or directory$",
-        (*common, f"--input_file={bad_files / 'folder.txt'}"): rf"{bad_files}/folder\.txt",
-        (*common, f"--input_file={bad_files / 'latin1.txt'}"): rf"{bad_files}/latin1\.txt, line 2: not valid UTF-8",
-        (f"--vocab_file={real_vocab_file}", f"--input_file={bad_files / 'latin1.txt'}", f"--output_file={out}.csv"):
-            r"must end in \.jsonl or \.npz",
-    }
-    for argv, expected in cases.items():
-        error = scripts.one_error(EXAMPLES / "extract_features.py", capfd, *argv)
-        assert re.search(expected, error), (argv, error)
-        assert not out.exists(), argv
+@pytest.mark.parametrize("script, argv, expected", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_bad_input(scripts, capfd, bad_files, real_vocab_file, script, argv, expected):
+    fill = dict(tmp=bad_files, vocab=real_vocab_file, fixtures=FIXTURES)
+    (bad_files / "copied").mkdir()
+    out = bad_files / "out"
+    argv = [flag.format(**fill) for flag in argv]
+    if script != "extract_features.py":
+        argv.append(f"--output_dir={out}")
+    error = scripts.one_error(EXAMPLES / script, capfd, *argv)
+    assert re.search(expected.format(**fill), error), (script, argv, error)
+    assert not out.exists(), (script, argv)
 
 
 def test_no_vocabulary_beside_the_weights(scripts, capfd, tmp_path):

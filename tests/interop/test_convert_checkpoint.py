@@ -3,7 +3,6 @@ to a Hugging Face folder that transformers loads; bad input gives one error line
 and one bad input run in fresh processes (exit codes, no traceback, no cuInit line); the others call
 the script in this process."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -18,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite import BertPretrainer, tf_startup
+from tests.examples import scripts
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -34,19 +34,9 @@ def _fresh_process(*flags: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-def _scripts():
-    """tests/examples/scripts.py (in-process script runs), one module for the whole session."""
-    name = "script_test_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "examples" / "scripts.py")
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
 def _run(capfd, *flags: str) -> subprocess.CompletedProcess:
     """The script run in this process (`main` through its `run` entry)."""
-    code, stdout, stderr = _scripts().run_script(SCRIPT, capfd, *flags)
+    code, stdout, stderr = scripts.run_script(SCRIPT, capfd, *flags)
     return subprocess.CompletedProcess(flags, code, stdout, stderr)
 
 
@@ -175,7 +165,7 @@ def test_bad_input_fails_with_one_clear_line(tmp_path, tiny_hf_dir, minilm_dir, 
             rf"{tmp_path}.*([Ff]older|[Dd]irectory)",
     }
     for flags, expected in {**cases, **patterns}.items():
-        error = _scripts().one_error(SCRIPT, capfd, *flags)
+        error = scripts.one_error(SCRIPT, capfd, *flags)
         assert error == expected if flags in cases else re.search(expected, error), (flags, error)
     assert not out.exists() and not (tmp_path / "out.keras").exists()
 

@@ -1,7 +1,5 @@
-"""GLUE sentence(-pair) classification: the task definitions, TSV reading, tf.data pipelines and metrics.
-
-One job a module: `tasks` (the task definitions), `reader` (TSV files), `dataset` (the `tf.data`
-pipeline) and `metrics`.
+"""GLUE sentence(-pair) classification: the task definitions (`tasks`), TSV reading (`reader`),
+tf.data pipelines (`dataset`) and `metrics`.
 
 Example:
 

@@ -39,20 +39,13 @@ def matthews_corrcoef(labels: Sequence[int], predictions: Sequence[int]) -> floa
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     """Pearson correlation coefficient."""
-    x, y = np.asarray(x, "float64"), np.asarray(y, "float64")
-    x, y = x - x.mean(), y - y.mean()
-    return float(np.sum(x * y) / math.sqrt(np.sum(x * x) * np.sum(y * y)))
+    return float(np.corrcoef(np.asarray(x, "float64"), np.asarray(y, "float64"))[0, 1])
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks; tied values share their average rank."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), "float64")
-    ranks[order] = np.arange(1, len(x) + 1)
-    for value in np.unique(x):
-        tied = x == value
-        ranks[tied] = ranks[tied].mean()
-    return ranks
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2)[inverse]
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:

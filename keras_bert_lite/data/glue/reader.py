@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
-import tensorflow as tf
 
+from keras_bert_lite.config import read_bytes
 from keras_bert_lite.data.bad_input import BadRecords
 from keras_bert_lite.data.glue.tasks import Column, GlueTask, get_glue_task
 
@@ -110,11 +110,8 @@ def read_glue_tsv(
     task = get_glue_task(task) if isinstance(task, str) else task
     if split not in ("train", "dev", "test"):
         raise ValueError(f"split must be 'train', 'dev' or 'test', got {split!r}.")
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"GLUE file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        raw_lines = f.read().splitlines()
+    path, data = read_bytes(path, "GLUE file")
+    raw_lines = data.splitlines()
     bad = BadRecords(path, on_error)
     labelled = split != "test"
     has_header = task.has_header or not labelled

@@ -1,7 +1,5 @@
-"""CoNLL-2003 named-entity data: reading, word-piece label alignment, entity-level F1.
-
-One job a module: `conll` (reading), `inputs` (alignment, datasets, predictions) and `metrics`
-(entity-level F1).
+"""CoNLL-2003 named-entity data: reading (`conll`), word-piece label alignment, datasets and
+predictions (`inputs`), entity-level F1 (`metrics`).
 
 Example:
 

@@ -14,8 +14,7 @@ import os
 import re
 from collections.abc import Sequence
 
-import tensorflow as tf
-
+from keras_bert_lite.config import read_bytes
 from keras_bert_lite.data.bad_input import BadRecords
 
 # Columns are separated by runs of spaces and tabs; other whitespace belongs to the word.
@@ -62,11 +61,8 @@ def read_conll(
         ValueError: naming the file and line of a bad record (on_error="raise"), or a file
             without any sentence.
     """
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"CoNLL file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        raw_lines = f.read().splitlines()
+    path, data = read_bytes(path, "CoNLL file")
+    raw_lines = data.splitlines()
     allowed = None if tags is None else set(tags)
     bad = BadRecords(path, on_error)
     sentences: list[TaggedSentence] = []

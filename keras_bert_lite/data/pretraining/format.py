@@ -112,7 +112,7 @@ def record_problem(
             return f"feature {name} is a {features[name].WhichOneof('kind')}, expected an {kind}"
         values = np.asarray(getattr(features[name], kind).value)
         if len(values) != length:
-            return f"feature {name} has {len(values)} values, expected {length}" + _length_hint(name, len(values))
+            return f"feature {name} has {len(values)} values, expected {length}" + length_hint(name, len(values))
         low, high = ranges[name]
         bad = (values < low) | (values > high) | (values != np.round(values))
         if bad.any():
@@ -125,8 +125,8 @@ def record_problem(
     return None
 
 
-def _length_hint(name: str, found: int) -> str:
-    """Which writing setting a wrong length points to."""
+def length_hint(name: str, found: int | str) -> str:
+    """Which writing setting a wrong length `found` points to (a "{}" to format later)."""
     if name in SEQUENCE_FEATURES:
         return f" (data written with max_seq_length {found}?)"
     if name in PREDICTION_FEATURES:

@@ -29,11 +29,10 @@ import tensorflow as tf
 
 from keras_bert_lite.data.pretraining.format import (
     FLOAT_FEATURE,
-    PREDICTION_FEATURES,
-    SEQUENCE_FEATURES,
     describe_range,
     feature_dtype,
     feature_lengths,
+    length_hint,
     value_ranges,
 )
 
@@ -183,11 +182,7 @@ class _ChunkCheck:
         out_of_range = tf.logical_or(flat < low, flat > high)
         if name == FLOAT_FEATURE:
             out_of_range = tf.logical_or(out_of_range, tf.not_equal(flat, tf.round(flat)))
-        hint = ""
-        if name in SEQUENCE_FEATURES:
-            hint = " (data written with max_seq_length {}?)"
-        elif name in PREDICTION_FEATURES:
-            hint = " (data written with max_predictions_per_seq {}?)"
+        hint = length_hint(name, "{}")
         description = describe_range(name, low, high, self.seq_length, self.vocab_size)
 
         def length_message() -> tf.Tensor:

@@ -12,9 +12,9 @@ import json
 import os
 import re
 
-import tensorflow as tf
 from tqdm import tqdm
 
+from keras_bert_lite.config import read_bytes
 from keras_bert_lite.data.bad_input import BadRecords
 
 
@@ -104,14 +104,11 @@ def read_squad(
             `data` list, no usable question, or a bad record (file, line and question id) with
             on_error="raise".
     """
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"SQuAD file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        try:
-            raw = f.read().decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start}).") from None
+    path, data = read_bytes(path, "SQuAD file")
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start}).") from None
     try:
         document = json.loads(raw)
     except json.JSONDecodeError as e:
