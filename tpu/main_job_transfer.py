@@ -118,9 +118,11 @@ def _fine_tune(encoder: BertEncoder, learning_rate: float, train, evaluate: list
     model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     model.fit(train[0], train[1], batch_size=BATCH_SIZE, epochs=epochs, verbose=0)
-    # One predict call over all evaluation splits (one trace of the predict function).
+    # One eager call over all evaluation splits: a few thousand short pairs, and no predict function
+    # traced per model (TensorFlow warns about retracing after a few).
     inputs = {name: np.concatenate([x[name] for x, _ in evaluate]) for name in evaluate[0][0]}
-    correct = np.argmax(model.predict(inputs, batch_size=256, verbose=0), -1) == np.concatenate([y for _, y in evaluate])
+    logits = model(inputs, training=False)
+    correct = np.argmax(keras.ops.convert_to_numpy(logits), -1) == np.concatenate([y for _, y in evaluate])
     return [float(part.mean()) for part in np.split(correct, np.cumsum([len(y) for _, y in evaluate])[:-1])]
 
 
