@@ -205,7 +205,7 @@ def tf_step(library: str, config: str, mode: str, batch: int, xla: bool, bf16: b
         def loss_fn():
             return kbl.pretraining_losses(labels, model(features, training=True))[0]
 
-        adamw = kbl.training.AdamW  # keras.optimizers.AdamW under our registered name
+        adamw = kbl.AdamW  # keras.optimizers.AdamW under our registered name
     else:
         import keras_hub
 

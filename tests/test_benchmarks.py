@@ -113,3 +113,10 @@ def test_serving_int8_row_is_measured_with_its_agreement_with_float():
     share = float(agreement[0].split("labels agree on ")[1].split(" %")[0])
     assert share > 50.0  # an untrained head's labels: int8 must still mostly agree with float32
 
+
+
+@pytest.mark.parametrize("mode", ["train", "infer", "features"])
+def test_our_rows_build_and_run_a_step(bert_throughput, mode):
+    """Each of ours' rows builds its step (the model, and for training the optimizer) and runs it once."""
+    step = bert_throughput.tf_step("ours", "small", mode, batch=2, xla=False)
+    assert step() is not None
