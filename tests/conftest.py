@@ -145,10 +145,28 @@ def _import_original_bert(name: str):
     return module
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def import_original_bert():
-    """A function importing an original BERT script module by name, e.g. "run_squad"."""
-    return _import_original_bert
+    """A function importing an original BERT script module by name, e.g. "run_squad".
+
+    When the test module ends, the absl flags defined or replaced since it began (the original
+    scripts define theirs at import, --input_file among them) are removed, with the original
+    modules imported meanwhile: a later in-process script run (tests/examples/scripts.py) sees
+    the flags a fresh process has, not the original's (which changed its "Did you mean" lines).
+    """
+    from absl import flags
+
+    before = {name: flags.FLAGS[name] for name in flags.FLAGS}
+    modules = set(sys.modules)
+    yield _import_original_bert
+    for name in list(flags.FLAGS):
+        if name in flags.FLAGS and before.get(name) is not flags.FLAGS[name]:  # (a short name goes with its flag)
+            delattr(flags.FLAGS, name)
+    for name in set(sys.modules) - modules:
+        if name.startswith("bert."):
+            del sys.modules[name]
+            if hasattr(sys.modules.get("bert"), name[len("bert."):]):
+                delattr(sys.modules["bert"], name[len("bert."):])
 
 
 def _count_compiled_calls(fn) -> int:
