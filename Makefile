@@ -34,7 +34,9 @@ pretrain: setup
 lint: setup
 	$(PY) -m ruff check .
 
-# Two workers; tests marked `subprocess` share one (--dist loadgroup), so fresh TensorFlow processes
-# run one at a time. HYPOTHESIS_PROFILE=thorough runs ten times more property-test examples.
+# Two workers, with xdist groups (--dist loadgroup, see tests/conftest.py): tests marked `subprocess`
+# share one worker, so fresh TensorFlow processes run one at a time (the docs test, one process at a
+# time too, is a group of its own), and tests sharing a module- or session-scoped fixture share one,
+# so it is built once. HYPOTHESIS_PROFILE=thorough runs ten times more property-test examples.
 test: lint
 	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25

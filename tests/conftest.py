@@ -32,13 +32,72 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+def _shared_fixture_scopes(item) -> set[str]:
+    """The folders and modules (nodeid prefixes) whose module- or session-scoped fixtures `item`
+    uses; this file's are cheap and left out, as are plugins' (tmp_path_factory)."""
+    return {
+        definition.baseid
+        for definitions in item._fixtureinfo.name2fixturedefs.values()
+        for definition in definitions[-1:]
+        if definition.scope in ("module", "session") and definition.baseid
+        and definition.func.__globals__ is not globals()
+    }
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook, on each worker)
 def pytest_collection_modifyitems(items):
-    """Tests marked `subprocess` (fresh Python + TensorFlow processes) form one xdist group: with
-    `--dist loadgroup` (as `make test` runs) one worker runs them one after another, so they never
-    compete with each other for the cores."""
+    """xdist groups (`--dist loadgroup`, as `make test` runs): each group runs on one worker.
+
+    - Tests marked `subprocess` (fresh Python + TensorFlow processes) form one group: one worker
+      runs them one after another, so they never compete with each other for the cores. The docs
+      test, which runs one process at a time (each Markdown file's blocks, and the scripts they
+      call one after another), is a group of its own, so that the two workers share that load.
+    - Tests sharing a module's or a folder's module- or session-scoped fixtures (a fitted model, an
+      export, a run of the original BERT code) form one group, so that each such fixture is built
+      once in the session rather than once on each worker. Tests sharing any of these are merged.
+
+    xdist hands out the groups with the most tests first and the single tests last.
+    """
+    parent: dict[str, str] = {}
+
+    def root(scope: str) -> str:
+        while parent.setdefault(scope, scope) != scope:
+            scope = parent[scope]
+        return scope
+
+    scopes = {}
     for item in items:
         if item.get_closest_marker("subprocess"):
-            item.add_marker(pytest.mark.xdist_group("subprocess"))
+            scopes[item] = {"docs" if item.path.name == "test_docs.py" else "subprocess"}
+        else:
+            scopes[item] = _shared_fixture_scopes(item)
+        first, *others = sorted(scopes[item]) or [None]
+        for other in others:
+            parent[root(other)] = root(first)
+    for item, shared in scopes.items():
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(root(min(shared))))
+        _apply_xdist_group(item)
+
+
+def _apply_xdist_group(item) -> None:
+    """xdist (3.8) tells its scheduler an item's groups by appending "@<groups>" to `item._nodeid`,
+    which pytest 9.2 no longer reads (a node's id lives in `item._id`): without this, each test is
+    scheduled on its own and `--dist loadgroup` groups nothing. Done here, as xdist would."""
+    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                     for mark in item.iter_markers("xdist_group")})
+    if groups and getattr(item.config.option, "loadgroup", False) and hasattr(item, "_id") and "@" not in item.nodeid:
+        item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
+@pytest.fixture
+def frozen_gc():
+    """Collects the garbage once, then moves every object alive out of the garbage collector's sight
+    (as `pytest_collection_finish` does) for a test that quantizes: Keras runs a full `gc.collect()`
+    each time a layer drops a variable (each Dense layer `quantize()` converts), which otherwise
+    scans everything the session's earlier tests left alive, once per layer."""
+    gc.collect()
+    gc.freeze()
 
 
 def _minilm_dir() -> pathlib.Path:
@@ -96,10 +155,28 @@ def _import_original_bert(name: str):
     return module
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def import_original_bert():
-    """A function importing an original BERT script module by name, e.g. "run_squad"."""
-    return _import_original_bert
+    """A function importing an original BERT script module by name, e.g. "run_squad".
+
+    When the test module ends, the absl flags defined or replaced since it began (the original
+    scripts define theirs at import, --input_file among them) are removed, with the original
+    modules imported meanwhile: a later in-process script run (tests/examples/scripts.py) sees
+    the flags a fresh process has, not the original's (which changed its "Did you mean" lines).
+    """
+    from absl import flags
+
+    before = {name: flags.FLAGS[name] for name in flags.FLAGS}
+    modules = set(sys.modules)
+    yield _import_original_bert
+    for name in list(flags.FLAGS):
+        if name in flags.FLAGS and before.get(name) is not flags.FLAGS[name]:  # (a short name goes with its flag)
+            delattr(flags.FLAGS, name)
+    for name in set(sys.modules) - modules:
+        if name.startswith("bert."):
+            del sys.modules[name]
+            if hasattr(sys.modules.get("bert"), name[len("bert."):]):
+                delattr(sys.modules["bert"], name[len("bert."):])
 
 
 def _count_compiled_calls(fn) -> int:

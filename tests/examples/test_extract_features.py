@@ -1,9 +1,6 @@
 """extract_features: each line packed as a single text or a pair, as the original extract_features.py does."""
 
-import importlib.util
 import pathlib
-import re
-import sys
 
 import numpy as np
 import pytest
@@ -22,25 +19,11 @@ LINES = [
 ]
 
 
-def _import_example():
-    """examples/extract_features.py as a module; flags it defines that another module defined are dropped."""
-    from absl import flags
-
-    path = ROOT / "examples" / "extract_features.py"
-    sys.path.insert(0, str(path.parent))  # for its `import common`
-    common = (path.parent / "common.py").read_text()
-    for flag in re.findall(r'DEFINE_\w+\(\s*"(\w+)"', path.read_text() + common):
-        if flag in flags.FLAGS:
-            delattr(flags.FLAGS, flag)
-    spec = importlib.util.spec_from_file_location("extract_features_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def example():
-    return _import_example()
+def example(scripts):
+    """examples/extract_features.py as a module, loaded as the in-process script runs load it (its
+    flags recorded, so that the next script loaded drops them)."""
+    return scripts.load_script(ROOT / "examples" / "extract_features.py")
 
 
 def test_lines_are_packed_one_by_one_like_the_original(example, import_original_bert, real_vocab_file, tmp_path):

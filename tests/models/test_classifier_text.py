@@ -167,6 +167,7 @@ def test_one_keras_file_predicts_on_strings_in_a_fresh_process(clf, tmp_path):
     np.testing.assert_allclose(np.load(str(path) + ".npy"), expected, atol=1e-6)  # same float32 graph
 
 
+@pytest.mark.usefixtures("frozen_gc")
 @pytest.mark.parametrize("edit", ["lora", "int8"])
 def test_lora_and_quantized_text_models_save_and_load(folders, edit, tmp_path):
     model = BertClassifier.from_checkpoint(folders["keras"], num_classes=2, seq_length=12, label_names=["n", "p"])

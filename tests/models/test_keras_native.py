@@ -100,6 +100,7 @@ QUANTIZATION_CASES = [(name, "int8") for name in sorted(BUILDERS)] + [
 
 
 @pytest.mark.parametrize("name, mode", QUANTIZATION_CASES)
+@pytest.mark.usefixtures("frozen_gc")
 def test_quantized_model_stays_close_to_float_and_round_trips(name, mode, tmp_path):
     model = _build(name)
     feed = _feed(model, _features())
@@ -118,6 +119,7 @@ def test_quantized_model_stays_close_to_float_and_round_trips(name, mode, tmp_pa
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.usefixtures("frozen_gc")
 def test_quantized_encoder_layers_are_quantized():
     encoder = _build("encoder")
     with warnings.catch_warnings():
@@ -185,6 +187,7 @@ assert "keras_bert_lite" not in sys.modules
 
 
 @pytest.mark.subprocess
+@pytest.mark.usefixtures("frozen_gc")
 def test_exported_quantized_classifier_is_served_without_the_package(tmp_path):
     import json
 

@@ -18,7 +18,7 @@ import tensorflow as tf
 import keras_bert_lite as kbl
 from keras_bert_lite.data.sentences import clean_rest_markup, split_sentences
 
-pytestmark = pytest.mark.slow  # reference weights, a fine-tuning run
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("frozen_gc")]  # reference weights, a fine-tuning run
 
 SEQ_LENGTH = 32
 LIBRARY_MODULES = (
