@@ -39,7 +39,7 @@ from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 # Of every SPLIT_EVERY usable held-out documents the first goes to test, the next to validation.
 SPLIT_EVERY = 4
-LEARNING_RATES = (1e-4, 3e-4, 1e-3)
+LEARNING_RATES = (1e-4, 3e-4)
 EPOCHS = 3
 BATCH_SIZE = 32
 TASK = "do two held-out sentences come from the same document?"
