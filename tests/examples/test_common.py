@@ -68,11 +68,13 @@ def _train(model, output_dir, plan, scores=None):
 
 
 def _scalar_steps(log_dir, tag):
-    steps = []
-    for path in sorted(pathlib.Path(log_dir).glob("events.out.tfevents.*")):
+    """The steps of `tag`'s scalars over every event file, in the order they were written (file names
+    do not sort by time: two runs in the same second differ only in a counter compared as text)."""
+    events = []
+    for path in pathlib.Path(log_dir).glob("events.out.tfevents.*"):
         for event in tf.compat.v1.train.summary_iterator(str(path)):
-            steps += [event.step for value in event.summary.value if value.tag == tag]
-    return steps
+            events += [(event.wall_time, event.step) for value in event.summary.value if value.tag == tag]
+    return [step for _, step in sorted(events)]
 
 
 def test_a_resumed_run_trains_on_the_same_batches_to_the_same_weights(tmp_path):
