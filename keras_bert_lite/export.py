@@ -21,8 +21,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lite.data.ner import tag_inputs
-from keras_bert_lite.data.squad.answering import answer_questions
-from keras_bert_lite.data.squad.features import check_window_arguments
+from keras_bert_lite.data.squad.answering import AnswerOptions, answer_questions
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
@@ -64,13 +63,7 @@ def export_saved_model(
     export_dir: str | os.PathLike,
     labels: Sequence[str] | None = None,
     text_pair: bool = False,
-    max_query_length: int = 64,
-    doc_stride: int = 128,
-    n_best_size: int = 20,
-    max_answer_length: int = 30,
-    version_2_with_negative: bool = False,
-    null_score_diff_threshold: float = 0.0,
-    window_batch_size: int = 32,
+    **answer_options,
 ) -> str:
     """Exports a task model with a `serving_default` signature that takes raw strings.
 
@@ -101,10 +94,9 @@ def export_saved_model(
         export_dir: output folder.
         labels: class (or tag) names in id order; default "0", "1", ...
         text_pair: classifier takes two strings (sentence pairs).
-        max_query_length, doc_stride, n_best_size, max_answer_length, version_2_with_negative,
-            null_score_diff_threshold, window_batch_size: a span model's answering, as for
-            `keras_bert_lite.data.squad.answer_questions` (`window_batch_size` bounds the memory
-            a long context takes).
+        **answer_options: a span model's answering (`max_query_length`, `doc_stride`, `n_best_size`,
+            `max_answer_length`, `version_2_with_negative`, `null_score_diff_threshold`,
+            `window_batch_size`): the fields of `keras_bert_lite.data.squad.AnswerOptions`.
 
     Returns:
         `export_dir`.
@@ -117,12 +109,7 @@ def export_saved_model(
     if isinstance(model, BertClassifier):
         endpoint = _classifier_endpoint(model, preprocessor, labels, text_pair)
     elif isinstance(model, BertSpanLabeler):
-        options = dict(
-            max_query_length=max_query_length, doc_stride=doc_stride, n_best_size=n_best_size,
-            max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
-            null_score_diff_threshold=null_score_diff_threshold, window_batch_size=window_batch_size,
-        )
-        endpoint = _span_endpoint(model, preprocessor, options)
+        endpoint = _span_endpoint(model, preprocessor, AnswerOptions(**answer_options))
     elif isinstance(model, BertTokenClassifier):
         endpoint = _tagger_endpoint(model, preprocessor, labels)
     else:
@@ -170,13 +157,11 @@ def _without_shared_padding(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor
     return {name: value[:, :length] for name, value in inputs.items()}
 
 
-def _span_endpoint(model: BertSpanLabeler, preprocessor, options: dict):
-    check_window_arguments(preprocessor.seq_length, options["doc_stride"], options["max_query_length"])
-    if options["window_batch_size"] < 1:
-        raise ValueError(f"window_batch_size must be positive, got {options['window_batch_size']}.")
+def _span_endpoint(model: BertSpanLabeler, preprocessor, options: AnswerOptions):
+    options.check(preprocessor.seq_length)
 
     def serve(question, context):
-        return answer_questions(model, preprocessor.tokenizer, preprocessor.packer, question, context, **options)
+        return answer_questions(model, preprocessor.tokenizer, preprocessor.packer, question, context, options)
 
     return serve, [_STRINGS, _STRINGS]
 

@@ -7,8 +7,8 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.data.bad_input import BadRecords
-from keras_bert_lite.data.squad.answering import answer_questions
-from keras_bert_lite.data.squad.features import check_window_arguments, squad_dataset, squad_features
+from keras_bert_lite.data.squad.answering import AnswerOptions, answer_questions
+from keras_bert_lite.data.squad.features import squad_dataset, squad_features
 from keras_bert_lite.data.squad.reading import parse_question
 from keras_bert_lite.layers import SpanHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
@@ -110,19 +110,7 @@ class BertSpanLabeler(TextTaskModel):
             metric.update_state(ops.reshape(y[f"{side}_positions"], (-1,)), y_pred[f"{side}_logits"])
         return self.get_metrics_result()
 
-    def predict_answers(
-        self,
-        questions,
-        contexts,
-        *,
-        max_query_length: int = 64,
-        doc_stride: int = 128,
-        n_best_size: int = 20,
-        max_answer_length: int = 30,
-        version_2_with_negative: bool = False,
-        null_score_diff_threshold: float = 0.0,
-        batch_size: int = 32,
-    ) -> list[dict]:
+    def predict_answers(self, questions, contexts, *, batch_size: int = 32, **options) -> list[dict]:
         """The best answer span in each context, as SQuAD evaluation and the exported model find it.
 
         Long contexts are split into doc-stride windows, the model runs on all of them and the
@@ -131,9 +119,10 @@ class BertSpanLabeler(TextTaskModel):
 
         Args:
             questions, contexts: a string each, or equally long lists of strings.
-            max_query_length, doc_stride, n_best_size, max_answer_length, version_2_with_negative,
-                null_score_diff_threshold: as for `answer_questions` (the paper's defaults).
             batch_size: questions (and windows) per model call.
+            **options: `max_query_length`, `doc_stride`, `n_best_size`, `max_answer_length`,
+                `version_2_with_negative`, `null_score_diff_threshold`: the fields of
+                `keras_bert_lite.data.squad.AnswerOptions` (the paper's defaults).
 
         Returns:
             One dict per question: `answer` (the context's text, "" for no answer), `start` and
@@ -148,19 +137,14 @@ class BertSpanLabeler(TextTaskModel):
         questions, contexts = text_column(questions, "questions"), text_column(contexts, "contexts")
         if questions.shape[0] != contexts.shape[0]:
             raise ValueError(f"{questions.shape[0]} questions but {contexts.shape[0]} contexts; give one context each.")
-        check_window_arguments(preprocessor.seq_length, doc_stride, max_query_length)
-        options = dict(
-            max_query_length=max_query_length, doc_stride=doc_stride, n_best_size=n_best_size,
-            max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
-            null_score_diff_threshold=null_score_diff_threshold, window_batch_size=batch_size,
-        )
-        key = tuple(sorted(options.items()))
-        if key not in self._answer_functions:
-            self._answer_functions[key] = tf.function(
-                lambda q, c: answer_questions(self, preprocessor.tokenizer, preprocessor.packer, q, c, **options),
+        options = AnswerOptions(window_batch_size=batch_size, **options)
+        options.check(preprocessor.seq_length)
+        if options not in self._answer_functions:
+            self._answer_functions[options] = tf.function(
+                lambda q, c: answer_questions(self, preprocessor.tokenizer, preprocessor.packer, q, c, options),
                 input_signature=[_STRINGS, _STRINGS], autograph=False,
             )
-        answer = self._answer_functions[key]
+        answer = self._answer_functions[options]
         results = []
         for start in range(0, int(questions.shape[0]), batch_size):
             found = answer(questions[start : start + batch_size], contexts[start : start + batch_size])

@@ -17,7 +17,7 @@ Example:
     {'exact_match': ..., 'f1': ..., 'total': ...}
 """
 
-from keras_bert_lite.data.squad.answering import answer_questions
+from keras_bert_lite.data.squad.answering import AnswerOptions, answer_questions
 from keras_bert_lite.data.squad.features import SquadFeatures, squad_dataset, squad_features
 from keras_bert_lite.data.squad.metrics import exact_match, f1_score, normalize_answer, squad_evaluate
 from keras_bert_lite.data.squad.predictions import SquadPredictions, predict_answers
@@ -26,6 +26,7 @@ from keras_bert_lite.data.squad.spans import score_spans
 from keras_bert_lite.data.squad.windows import squad_windows
 
 __all__ = [
+    "AnswerOptions",
     "SquadExample",
     "SquadFeatures",
     "SquadPredictions",

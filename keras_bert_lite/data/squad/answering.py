@@ -8,12 +8,44 @@ picks the best span over them: the same windows and scorer as `squad_features` a
 
 from __future__ import annotations
 
+import dataclasses
+
 import tensorflow as tf
 
+from keras_bert_lite.data.squad.features import MODEL_INPUTS, check_window_arguments
 from keras_bert_lite.data.squad.spans import score_spans
 from keras_bert_lite.data.squad.windows import squad_windows
 
-_MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+@dataclasses.dataclass(frozen=True)
+class AnswerOptions:
+    """How answers are found, with the paper's defaults.
+
+    `BertSpanLabeler.predict_answers` and `export_saved_model` take these fields as keyword
+    arguments.
+
+    Attributes:
+        max_query_length, doc_stride: window layout (see `squad_windows`).
+        n_best_size, max_answer_length: candidate spans (see `score_spans`).
+        version_2_with_negative: answer "" when the null score exceeds the best span's score by
+            more than `null_score_diff_threshold` (SQuAD 2.0 models).
+        null_score_diff_threshold: see above.
+        window_batch_size: windows the model runs on at once (bounds the memory a long context takes).
+    """
+
+    max_query_length: int = 64
+    doc_stride: int = 128
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+    window_batch_size: int = 32
+
+    def check(self, seq_length: int) -> None:
+        """Raises ValueError unless windows of `seq_length` tokens can hold a `max_query_length` question."""
+        check_window_arguments(seq_length, self.doc_stride, self.max_query_length)
+        if self.window_batch_size < 1:
+            raise ValueError(f"window_batch_size must be positive, got {self.window_batch_size}.")
 
 
 def answer_questions(
@@ -22,13 +54,7 @@ def answer_questions(
     packer,
     questions: tf.Tensor,
     contexts: tf.Tensor,
-    max_query_length: int = 64,
-    doc_stride: int = 128,
-    n_best_size: int = 20,
-    max_answer_length: int = 30,
-    version_2_with_negative: bool = False,
-    null_score_diff_threshold: float = 0.0,
-    window_batch_size: int = 32,
+    options: AnswerOptions = AnswerOptions(),
 ) -> dict[str, tf.Tensor]:
     """The best answer span for each question in its context (graph ops; use inside `tf.function`).
 
@@ -38,12 +64,7 @@ def answer_questions(
         tokenizer, packer: the model's `BertTokenizer` and a `BertPackInputs` of its sequence length.
         questions, contexts: tf.string [B]. Bytes that are not valid UTF-8 in a context are read
             as U+FFFD (the answer text and offsets refer to the context read that way).
-        max_query_length, doc_stride: window layout (see `squad_windows`).
-        n_best_size, max_answer_length: candidate spans (see `score_spans`).
-        version_2_with_negative: answer "" when the null score exceeds the best span's score by
-            more than `null_score_diff_threshold` (SQuAD 2.0 models).
-        null_score_diff_threshold: see above.
-        window_batch_size: windows the model runs on at once.
+        options: the window layout, candidate spans and no-answer rule (`AnswerOptions`).
 
     Returns:
         `answer_text` tf.string [B] ("" for no answer); `answer_start`, `answer_end` int32 [B]
@@ -53,11 +74,11 @@ def answer_questions(
         null score).
     """
     contexts = tf.strings.unicode_transcode(contexts, "UTF-8", "UTF-8", errors="replace")
-    windows = squad_windows(tokenizer, packer, questions, contexts, max_query_length, doc_stride)
-    start_logits, end_logits = _span_logits(model, windows, window_batch_size, packer.seq_length)
+    windows = squad_windows(tokenizer, packer, questions, contexts, options.max_query_length, options.doc_stride)
+    start_logits, end_logits = _span_logits(model, windows, options.window_batch_size, packer.seq_length)
     spans = score_spans(
         start_logits, end_logits, windows["token_starts"], windows["max_context"],
-        windows["windows_per_example"], n_best_size, max_answer_length,
+        windows["windows_per_example"], options.n_best_size, options.max_answer_length,
     )
 
     def best(name):
@@ -65,8 +86,8 @@ def answer_questions(
         return spans[name][:, :1].to_tensor(shape=[None, 1])[:, 0]
 
     found = spans["score"].row_lengths() > 0
-    if version_2_with_negative:
-        found &= spans["null_score"] - best("start_logit") - best("end_logit") <= null_score_diff_threshold
+    if options.version_2_with_negative:
+        found &= spans["null_score"] - best("start_logit") - best("end_logit") <= options.null_score_diff_threshold
     span_window = best("window")
     byte_start = tf.gather_nd(windows["token_starts"], tf.stack([span_window, best("start")], axis=1))
     byte_end = tf.gather_nd(windows["token_ends"], tf.stack([span_window, best("end")], axis=1))
@@ -101,7 +122,7 @@ def _span_logits(model, windows: dict, window_batch_size: int, seq_length: int) 
     padding = num_batches * batch_size - num_windows
     batches = {
         name: tf.reshape(tf.pad(windows[name], [[0, padding], [0, 0]]), [num_batches, batch_size, seq_length])
-        for name in _MODEL_INPUTS
+        for name in MODEL_INPUTS
     }
 
     def run(inputs):

@@ -14,7 +14,7 @@ from keras_bert_lite.data.squad.reading import SquadExample
 from keras_bert_lite.data.squad.windows import squad_windows
 from keras_bert_lite.text.packer import BertPackInputs
 
-_MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @dataclasses.dataclass
@@ -47,7 +47,7 @@ class SquadFeatures:
         return len(self.example_index)
 
     def model_inputs(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name) for name in _MODEL_INPUTS}
+        return {name: getattr(self, name) for name in MODEL_INPUTS}
 
 
 def check_window_arguments(seq_length: int, doc_stride: int, max_query_length: int) -> None:
@@ -111,7 +111,7 @@ def squad_features(
                     f"question {example.qas_id!r}: its answer {example.answers[0]!r} at character "
                     f"{example.answer_start} holds no token (only characters the tokenizer drops)."
                 )
-            part = {name: result[name].numpy() for name in (*_MODEL_INPUTS, "start_positions", "end_positions",
+            part = {name: result[name].numpy() for name in (*MODEL_INPUTS, "start_positions", "end_positions",
                                                             "max_context")}
             part["example_index"] = result["example_index"].numpy() + first
             part["token_starts"] = result["token_starts"].numpy().astype("int32")

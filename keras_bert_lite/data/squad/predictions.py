@@ -93,43 +93,37 @@ def predict_answers(
         spans = {name: value.numpy() if isinstance(value, tf.Tensor) else value.to_list()
                  for name, value in spans.items()}
         for n, example in enumerate(examples[first:last]):
-            candidates = _Candidates({name: values[n] for name, values in spans.items()}, window_starts[first])
-            _add_prediction(predictions, example, features, candidates, n_best_size, version_2_with_negative,
-                            null_score_diff_threshold)
+            example_spans = {name: values[n] for name, values in spans.items()}
+            _add_prediction(predictions, example, features, example_spans, window_starts[first], n_best_size,
+                            version_2_with_negative, null_score_diff_threshold)
     return predictions
 
 
-class _Candidates:
-    """One example's ranked candidates from `score_spans`, read on demand (most are never looked at)."""
+def _add_prediction(predictions, example, features, spans, first_window, n_best_size, with_null, threshold):
+    """One example's answer, n-best list and null odds, from its ranked candidates (the original's rules).
 
-    def __init__(self, spans: dict, first_window: int):
-        self.spans, self.first_window = spans, first_window
-
-    def __len__(self) -> int:
-        return len(self.spans["score"])
-
-    def __getitem__(self, c: int) -> tuple:
-        """(start_logit, end_logit, window, start, end) of the c-th best candidate."""
-        s = self.spans
-        return s["start_logit"][c], s["end_logit"][c], self.first_window + s["window"][c], s["start"][c], s["end"][c]
-
-
-def _add_prediction(predictions, example, features, candidates, n_best_size, with_null, threshold):
-    """One example's answer, n-best list and null odds, from its ranked candidates (the original's rules)."""
+    `spans` holds the example's row of each `score_spans` output; candidates are read on demand
+    (most are never looked at).
+    """
     context = example.context.encode("utf-8")
+
+    def candidate(c):
+        """(start_logit, end_logit, window, start, end) of the c-th best candidate."""
+        window = first_window + spans["window"][c]
+        return spans["start_logit"][c], spans["end_logit"][c], window, spans["start"][c], spans["end"][c]
 
     def text_of(window, start, end):
         span = context[features.token_starts[window, start] : features.token_ends[window, end]]
         return span.decode("utf-8", "replace")
 
-    null_score = candidates.spans["null_score"]
-    null_entry = ("", candidates.spans["null_start_logit"], candidates.spans["null_end_logit"])
+    null_score = spans["null_score"]
+    null_entry = ("", spans["null_start_logit"], spans["null_end_logit"])
     with_null = with_null and np.isfinite(null_score)
     # The n-best list: the best candidate of each distinct text; for SQuAD 2.0 the null entry is ranked
     # among them (after spans of equal score), or appended if it ranks below the n-th.
     entries, seen = [], set()
-    for c in range(len(candidates)):
-        start_logit, end_logit, *span = candidates[c]
+    for c in range(len(spans["score"])):
+        start_logit, end_logit, *span = candidate(c)
         if with_null and "" not in seen and null_score > start_logit + end_logit and len(entries) < n_best_size:
             entries.append(null_entry)
             seen.add("")
@@ -150,14 +144,9 @@ def _add_prediction(predictions, example, features, candidates, n_best_size, wit
         {"text": text, "probability": float(p), "start_logit": float(s), "end_logit": float(e)}
         for (text, s, e), p in zip(entries, probabilities)
     ]
-    best = candidates[0] if len(candidates) else None
-    if not with_null:
-        predictions.answers[example.qas_id] = text_of(*best[2:]) if best else ""
-        return
-    if best is None:
-        predictions.answers[example.qas_id] = ""
-        predictions.null_odds[example.qas_id] = float("inf")
-        return
-    difference = null_score - best[0] - best[1]
-    predictions.null_odds[example.qas_id] = float(difference)
-    predictions.answers[example.qas_id] = "" if difference > threshold else text_of(*best[2:])
+    best = candidate(0) if len(spans["score"]) else None
+    difference = null_score - best[0] - best[1] if best else float("inf")
+    if with_null:
+        predictions.null_odds[example.qas_id] = float(difference)
+    answered = best and not (with_null and difference > threshold)
+    predictions.answers[example.qas_id] = text_of(*best[2:]) if answered else ""
