@@ -110,10 +110,26 @@ def create_pretraining_data(
             without any token.
     """
     output_files = check_output_files(output_files)
-    _check_arguments(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor)
+    if max_seq_length < 5:
+        raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
+    if max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq must be at least 1, got {max_predictions_per_seq}.")
+    if not 0.0 < masked_lm_prob <= 1.0:
+        raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")
     tokenizer = BertTokenizer(vocabulary, lower_case=lower_case, max_chars_per_token=200)
     with contextlib.ExitStack() as stack:
-        writers = _open_writers(stack, output_files)
+        # The writers close before the temporaries are published (the stack unwinds in reverse order).
+        temporaries = stack.enter_context(atomic_write(*output_files))
+        writers = []
+        for path, temporary in zip(output_files, temporaries):
+            try:
+                writers.append(stack.enter_context(tf.io.TFRecordWriter(temporary)))
+            except tf.errors.OpError as e:
+                raise ValueError(f"Output file {path} cannot be written: {op_error_text(e)}.") from None
         token_documents, skipped = tokenize_documents(documents, tokenizer, batch_size, progress)
         if not token_documents:
             raise ValueError(
@@ -130,7 +146,15 @@ def create_pretraining_data(
             whole_word_masking=whole_word_masking,
             seed=seed,
         )
-        masked = _write_examples(pairs, tokenizer, masker, max_seq_length, writers, batch_size, progress)
+        masked = 0  # Examples are masked in batches and written round-robin.
+        with tqdm(total=len(pairs), unit="example", desc="Writing", disable=not progress) as bar:
+            for start in range(0, len(pairs), batch_size):
+                batch = pairs[start : start + batch_size]
+                records, batch_masked = _masked_examples(batch, tokenizer, masker, max_seq_length)
+                for i, record in enumerate(records):
+                    writers[(start + i) % len(writers)].write(record)
+                masked += batch_masked
+                bar.update(len(batch))
     stats = PretrainingDataStats(
         documents=len(token_documents),
         documents_skipped=skipped,
@@ -251,59 +275,3 @@ def check_output_files(paths: str | Sequence[str]) -> list[str]:
             raise ValueError(f"Output file {path} cannot be written: {reason}.") from None
     return paths
 
-
-def _open_writers(stack: contextlib.ExitStack, paths: Sequence[str]) -> list[tf.io.TFRecordWriter]:
-    """TFRecord writers on temporary names, published together by `atomic_write` when `stack` closes.
-
-    The writers close before the temporaries are renamed (the stack unwinds in reverse order);
-    on an exception the temporaries are removed and no output is created or replaced.
-    """
-    temporaries = stack.enter_context(atomic_write(*paths))
-    writers = []
-    for path, temporary in zip(paths, temporaries):
-        try:
-            writers.append(stack.enter_context(tf.io.TFRecordWriter(temporary)))
-        except tf.errors.OpError as e:
-            raise ValueError(f"Output file {path} cannot be written: {op_error_text(e)}.") from None
-    return writers
-
-
-def _write_examples(
-    pairs: Sequence[PairInstance],
-    tokenizer: BertTokenizer,
-    masker: MaskedLMMasker,
-    max_seq_length: int,
-    writers: Sequence[tf.io.TFRecordWriter],
-    batch_size: int,
-    progress: bool,
-) -> int:
-    """Masks and writes the examples round-robin; returns the number of masked positions."""
-    masked = 0
-    with tqdm(total=len(pairs), unit="example", desc="Writing", disable=not progress) as bar:
-        for start in range(0, len(pairs), batch_size):
-            batch = pairs[start : start + batch_size]
-            records, batch_masked = _masked_examples(batch, tokenizer, masker, max_seq_length)
-            for i, record in enumerate(records):
-                writers[(start + i) % len(writers)].write(record)
-            masked += batch_masked
-            bar.update(len(batch))
-    return masked
-
-
-def _check_arguments(
-    max_seq_length: int,
-    max_predictions_per_seq: int,
-    masked_lm_prob: float,
-    short_seq_prob: float,
-    dupe_factor: int,
-) -> None:
-    if max_seq_length < 5:
-        raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
-    if max_predictions_per_seq < 1:
-        raise ValueError(f"max_predictions_per_seq must be at least 1, got {max_predictions_per_seq}.")
-    if not 0.0 < masked_lm_prob <= 1.0:
-        raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
-    if not 0.0 <= short_seq_prob <= 1.0:
-        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
-    if dupe_factor < 1:
-        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")
