@@ -93,7 +93,85 @@ def read_checked_records(
             },
         )
     )
-    check = _ChunkCheck(path, tf.cast(size, tf.int64), lengths, value_ranges(seq_length, vocab_size), seq_length, vocab_size)
+    size = tf.cast(size, tf.int64)
+    ranges = value_ranges(seq_length, vocab_size)
+
+    def message(template: str, values: tuple) -> tf.Tensor:
+        """The file's name, then `template` formatted with `values`."""
+        return tf.strings.join([path, tf.strings.format(template, values)])
+
+    def feature_problems(name: str, length: int, values: tf.RaggedTensor, indices: tf.Tensor) -> list:
+        row_lengths = values.row_lengths()
+        wrong_length = tf.not_equal(row_lengths, length)
+        low, high = ranges[name]
+        flat = values.flat_values
+        out_of_range = tf.logical_or(flat < low, flat > high)
+        if name == FLOAT_FEATURE:
+            out_of_range = tf.logical_or(out_of_range, tf.not_equal(flat, tf.round(flat)))
+        hint = length_hint(name, "{}")
+        description = describe_range(name, low, high, seq_length, vocab_size)
+
+        def length_message() -> tf.Tensor:
+            row = tf.argmax(tf.cast(wrong_length, tf.int32))
+            found = row_lengths[row]
+            template = f", record {{}}: feature {name} has {{}} values, expected {length}{hint}"
+            return message(template, (indices[row] + 1, found, found) if hint else (indices[row] + 1, found))
+
+        def value_message() -> tf.Tensor:
+            # Built whenever any problem holds: safe on a feature without values.
+            position = tf.argmax(tf.concat([tf.cast(out_of_range, tf.int32), [0]], 0), output_type=tf.int64)
+            row = tf.searchsorted(values.row_splits, [tf.cast(position, tf.int32)], side="right")[0] - 1
+            row = tf.clip_by_value(row, 0, tf.size(indices) - 1)
+            value = tf.concat([flat, tf.zeros([1], flat.dtype)], 0)[position]
+            index = position - tf.cast(values.row_splits[row], tf.int64)
+            template = f", record {{}}: feature {name} has value {{}} at index {{}}, {description}"
+            return message(template, (indices[row] + 1, value, index))
+
+        return [(tf.reduce_any(wrong_length), length_message), (tf.reduce_any(out_of_range), value_message)]
+
+    def check(state, element):
+        """The `scan` step: counts records and bytes, checks a chunk, raises at its first problem."""
+        expected, consumed = state
+        indices, chunk_bytes, features = element
+        is_end = indices[0] < 0
+        consumed += chunk_bytes
+        # (condition, message) pairs; each message is a function called only when some condition holds.
+        problems = [
+            # A chunk that did not parse was dropped: the next one starts late.
+            (
+                tf.logical_and(tf.logical_not(is_end), tf.not_equal(indices[0], expected)),
+                lambda: message(
+                    ", records {} to {}: one of them is not a tf.train.Example with the pre-training "
+                    "features (TensorFlow's error is logged above)",
+                    (expected + 1, indices[0]),
+                ),
+            ),
+            # The stream ended before the end of the file: a read error, or a last chunk that did not parse.
+            (
+                tf.logical_and(is_end, tf.not_equal(consumed, size)),
+                lambda: message(
+                    ", record {} (byte {} of {}): cannot be read as a tf.train.Example with the pre-training "
+                    "features; the file is truncated or corrupted, or not pre-training data (TensorFlow's "
+                    "error is logged above)",
+                    (expected + 1, consumed, size),
+                ),
+            ),
+        ]
+        for name, length in lengths.items():
+            problems += feature_problems(name, length, features[name], indices)
+        with tf.control_dependencies([_raise_first(problems)]):
+            # Checked values fit in int32 (weights are 0 or 1): one tensor per record, so that
+            # shuffling and batching move one tensor per record, not seven.
+            packed = tf.concat(
+                [
+                    tf.cast(tf.reshape(features[name].flat_values, [-1, length]), tf.int32)
+                    for name, length in lengths.items()
+                ],
+                axis=1,
+            )
+            state = (tf.where(is_end, expected, indices[-1] + 1), consumed)
+        return state, (indices, packed)
+
     initial = (tf.constant(0, tf.int64), tf.constant(0, tf.int64))
     return (
         chunks.concatenate(end)
@@ -116,97 +194,6 @@ def unpack_features(packed: tf.Tensor, seq_length: int, max_predictions_per_seq:
     features = dict(zip(lengths, tf.split(packed, list(lengths.values()), axis=1)))
     features[FLOAT_FEATURE] = tf.cast(features[FLOAT_FEATURE], tf.float32)
     return features
-
-
-class _ChunkCheck:
-    """The `scan` step: counts records and bytes, checks a chunk, raises at its first problem."""
-
-    def __init__(self, path, size, lengths, ranges, seq_length, vocab_size):
-        self.path, self.size, self.lengths, self.ranges = path, size, lengths, ranges
-        self.seq_length, self.vocab_size = seq_length, vocab_size
-
-    def __call__(self, state, element):
-        expected, consumed = state
-        indices, chunk_bytes, features = element
-        is_end = indices[0] < 0
-        consumed += chunk_bytes
-        # (condition, message) pairs; each message is a function called only when some condition holds.
-        problems = [
-            # A chunk that did not parse was dropped: the next one starts late.
-            (
-                tf.logical_and(tf.logical_not(is_end), tf.not_equal(indices[0], expected)),
-                lambda: tf.strings.join(
-                    [
-                        self.path,
-                        tf.strings.format(
-                            ", records {} to {}: one of them is not a tf.train.Example with the pre-training "
-                            "features (TensorFlow's error is logged above)",
-                            (expected + 1, indices[0]),
-                        ),
-                    ]
-                ),
-            ),
-            # The stream ended before the end of the file: a read error, or a last chunk that did not parse.
-            (
-                tf.logical_and(is_end, tf.not_equal(consumed, self.size)),
-                lambda: self._message(
-                    expected,
-                    "(byte {} of {}): cannot be read as a tf.train.Example with the pre-training features; "
-                    "the file is truncated or corrupted, or not pre-training data (TensorFlow's error is "
-                    "logged above)",
-                    (consumed, self.size),
-                    separator=" ",
-                ),
-            ),
-        ]
-        for name, length in self.lengths.items():
-            problems += self._feature_problems(name, length, features[name], indices)
-        with tf.control_dependencies([_raise_first(problems)]):
-            # Checked values fit in int32 (weights are 0 or 1): one tensor per record, so that
-            # shuffling and batching move one tensor per record, not seven.
-            packed = tf.concat(
-                [
-                    tf.cast(tf.reshape(features[name].flat_values, [-1, length]), tf.int32)
-                    for name, length in self.lengths.items()
-                ],
-                axis=1,
-            )
-            state = (tf.where(is_end, expected, indices[-1] + 1), consumed)
-        return state, (indices, packed)
-
-    def _feature_problems(self, name: str, length: int, values: tf.RaggedTensor, indices: tf.Tensor) -> list:
-        row_lengths = values.row_lengths()
-        wrong_length = tf.not_equal(row_lengths, length)
-        low, high = self.ranges[name]
-        flat = values.flat_values
-        out_of_range = tf.logical_or(flat < low, flat > high)
-        if name == FLOAT_FEATURE:
-            out_of_range = tf.logical_or(out_of_range, tf.not_equal(flat, tf.round(flat)))
-        hint = length_hint(name, "{}")
-        description = describe_range(name, low, high, self.seq_length, self.vocab_size)
-
-        def length_message() -> tf.Tensor:
-            row = tf.argmax(tf.cast(wrong_length, tf.int32))
-            found = row_lengths[row]
-            template = f"feature {name} has {{}} values, expected {length}{hint}"
-            return self._message(indices[row], template, (found, found) if hint else (found,))
-
-        def value_message() -> tf.Tensor:
-            # Built whenever any problem holds: safe on a feature without values.
-            position = tf.argmax(tf.concat([tf.cast(out_of_range, tf.int32), [0]], 0), output_type=tf.int64)
-            row = tf.searchsorted(values.row_splits, [tf.cast(position, tf.int32)], side="right")[0] - 1
-            row = tf.clip_by_value(row, 0, tf.size(indices) - 1)
-            value = tf.concat([flat, tf.zeros([1], flat.dtype)], 0)[position]
-            index = position - tf.cast(values.row_splits[row], tf.int64)
-            return self._message(indices[row], f"feature {name} has value {{}} at index {{}}, {description}", (value, index))
-
-        return [(tf.reduce_any(wrong_length), length_message), (tf.reduce_any(out_of_range), value_message)]
-
-    def _message(self, index: tf.Tensor, template: str, values: tuple, separator: str = ": ") -> tf.Tensor:
-        """"<file>, record <index + 1>: <template formatted with values>"."""
-        return tf.strings.join(
-            [self.path, tf.strings.format(", record {}" + separator + template, (index + 1, *values))]
-        )
 
 
 def _raise_first(problems: list[tuple[tf.Tensor, Callable[[], tf.Tensor]]]) -> tf.Operation:
