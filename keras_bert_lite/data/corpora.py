@@ -21,7 +21,7 @@ import os
 import sys
 import sysconfig
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -324,24 +324,15 @@ def tfds_documents(
         raise KeyError(
             f"TFDS dataset {name!r} has no feature {text_key!r}; it has {sorted(dataset.element_spec)}."
         )
-    documents, skipped = _texts_to_documents(
-        example[text_key] for example in tfds.as_numpy(dataset.map(lambda e: {text_key: e[text_key]}))
-    )
+    documents, skipped = [], 0
+    for text in tfds.as_numpy(dataset.map(lambda example: example[text_key])):
+        sentences = [s for paragraph in text.decode("utf-8").split("\n\n") for s in split_sentences(paragraph)]
+        if sentences:
+            documents.append(sentences)
+        else:
+            skipped += 1
     logging.info(
         "Read %d documents from TFDS %s[%s], skipped %d without text.", len(documents), name, split, skipped
     )
     return documents
 
-
-def _texts_to_documents(texts: Iterable[bytes | str]) -> tuple[list[list[str]], int]:
-    """Splits each text into sentences; returns (documents, number of texts without sentences)."""
-    documents, skipped = [], 0
-    for text in texts:
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        sentences = [s for paragraph in text.split("\n\n") for s in split_sentences(paragraph)]
-        if sentences:
-            documents.append(sentences)
-        else:
-            skipped += 1
-    return documents, skipped

@@ -38,13 +38,6 @@ def _text(value) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def _label_map(task: GlueTask, names: list[str] | None) -> dict[int, int] | None:
-    """TFDS class id -> our class id, matched by name when TFDS names our labels."""
-    if task.is_regression or names is None or not set(task.labels) <= set(names):
-        return None
-    return {names.index(label): i for i, label in enumerate(task.labels)}
-
-
 def load_glue_from_tfds(task: GlueTask | str, split: str, data_dir: str | None = None) -> ClassificationData:
     """A GLUE task from TFDS (`glue/<task>`).
 
@@ -63,8 +56,10 @@ def load_glue_from_tfds(task: GlueTask | str, split: str, data_dir: str | None =
     task = get_glue_task(task) if isinstance(task, str) else task
     name = "glue/mnli" if task.name.startswith("mnli") else f"glue/{task.name}"
     dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
-    label_feature = info.features["label"]
-    mapping = _label_map(task, getattr(label_feature, "names", None))
+    names = getattr(info.features["label"], "names", None)
+    mapping = None  # TFDS class id -> our class id, matched by name when TFDS names our labels
+    if not task.is_regression and names is not None and set(task.labels) <= set(names):
+        mapping = {names.index(label): i for i, label in enumerate(task.labels)}
     texts = [[] for _ in _GLUE_TEXT_FEATURES[task.name]]
     labels, ids = [], []
     for example in tfds.as_numpy(dataset):

@@ -84,8 +84,17 @@ def pretraining_dataset(
     check_shape_arguments(seq_length, max_predictions_per_seq, vocab_size)
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}.")
-    if dynamic_masking:
-        masker = _dynamic_masker(masker, vocabulary, max_predictions_per_seq, seed)
+    if dynamic_masking and masker is None:
+        if vocabulary is None:
+            raise ValueError("dynamic_masking needs a masker or a vocabulary to build one.")
+        masker = MaskedLMMasker.from_tokenizer(
+            BertTokenizer(vocabulary), max_predictions_per_seq=max_predictions_per_seq, seed=seed
+        )
+    if dynamic_masking and masker.max_predictions_per_seq != max_predictions_per_seq:
+        raise ValueError(
+            f"The masker predicts up to {masker.max_predictions_per_seq} positions per sequence, "
+            f"but max_predictions_per_seq is {max_predictions_per_seq}."
+        )
     files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     shards, shard_index = 1, 0
     if input_context is not None:
@@ -127,26 +136,6 @@ def pretraining_dataset(
             num_parallel_calls=tf.data.AUTOTUNE,
         )
     return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
-
-
-def _dynamic_masker(
-    masker: MaskedLMMasker | None,
-    vocabulary: str | Sequence[str] | None,
-    max_predictions_per_seq: int,
-    seed: int | None,
-) -> MaskedLMMasker:
-    if masker is None:
-        if vocabulary is None:
-            raise ValueError("dynamic_masking needs a masker or a vocabulary to build one.")
-        return MaskedLMMasker.from_tokenizer(
-            BertTokenizer(vocabulary), max_predictions_per_seq=max_predictions_per_seq, seed=seed
-        )
-    if masker.max_predictions_per_seq != max_predictions_per_seq:
-        raise ValueError(
-            f"The masker predicts up to {masker.max_predictions_per_seq} positions per sequence, "
-            f"but max_predictions_per_seq is {max_predictions_per_seq}."
-        )
-    return masker
 
 
 def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:
