@@ -74,7 +74,8 @@ def answer_questions(
         null score).
     """
     contexts = tf.strings.unicode_transcode(contexts, "UTF-8", "UTF-8", errors="replace")
-    windows = squad_windows(tokenizer, packer, questions, contexts, options.max_query_length, options.doc_stride)
+    layout = (options.max_query_length, options.doc_stride)
+    windows = squad_windows(tokenizer, packer, questions, contexts, *layout)
     start_logits, end_logits = _span_logits(model, windows, options.window_batch_size, packer.seq_length)
     spans = score_spans(
         start_logits, end_logits, windows["token_starts"], windows["max_context"],
@@ -87,7 +88,8 @@ def answer_questions(
 
     found = spans["score"].row_lengths() > 0
     if options.version_2_with_negative:
-        found &= spans["null_score"] - best("start_logit") - best("end_logit") <= options.null_score_diff_threshold
+        null_margin = spans["null_score"] - best("start_logit") - best("end_logit")
+        found &= null_margin <= options.null_score_diff_threshold
     span_window = best("window")
     byte_start = tf.gather_nd(windows["token_starts"], tf.stack([span_window, best("start")], axis=1))
     byte_end = tf.gather_nd(windows["token_ends"], tf.stack([span_window, best("end")], axis=1))

@@ -4,7 +4,6 @@ as numpy arrays and as a `tf.data.Dataset`."""
 from __future__ import annotations
 
 import dataclasses
-import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -96,7 +95,7 @@ def squad_features(
             (it names the question).
     """
     check_window_arguments(max_seq_length, doc_stride, max_query_length)
-    windows = _windows_function(tokenizer, max_seq_length, doc_stride, max_query_length)
+    packer = BertPackInputs(max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     parts = []
     with tqdm(total=len(examples), desc="Featurizing", unit="question", disable=not progress) as bar:
         for first in range(0, len(examples), batch_size):
@@ -104,7 +103,8 @@ def squad_features(
             spans = np.array([_answer_bytes(e) for e in batch], "int64").reshape(-1, 2)
             contexts = {}  # each distinct context of the batch, tokenized once
             context_index = np.array([contexts.setdefault(e.context, len(contexts)) for e in batch], "int32")
-            result = windows([e.question for e in batch], list(contexts), context_index, spans)
+            result = squad_windows(tokenizer, packer, tf.constant([e.question for e in batch]),
+                                   tf.constant(list(contexts)), max_query_length, doc_stride, spans, context_index)
             for index in np.flatnonzero((spans[:, 0] >= 0) & (result["answer_tokens"].numpy()[:, 0] < 0)):
                 example = batch[index]
                 raise ValueError(
@@ -121,29 +121,6 @@ def squad_features(
     if not parts:
         raise ValueError("squad_features needs at least one example.")
     return SquadFeatures(**{name: np.concatenate([p[name] for p in parts]) for name in parts[0]})
-
-
-# Traced window functions per tokenizer and layout: tracing the tokenizer and window ops costs more
-# than windowing a small file, so each layout is traced once per process.
-_WINDOW_FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _windows_function(tokenizer, seq_length: int, doc_stride: int, max_query_length: int):
-    """`squad_windows` as a `tf.function` of (questions, contexts, context index, answer byte spans)."""
-    functions = _WINDOW_FUNCTIONS.setdefault(tokenizer, {})
-    key = (seq_length, doc_stride, max_query_length)
-    if key not in functions:
-        packer = BertPackInputs(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-        strings = tf.TensorSpec([None], tf.string)
-
-        @tf.function(input_signature=[strings, strings, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None, 2], tf.int64)])
-        def windows(questions, contexts, context_index, answer_spans):
-            return squad_windows(
-                tokenizer, packer, questions, contexts, max_query_length, doc_stride, answer_spans, context_index
-            )
-
-        functions[key] = windows
-    return functions[key]
 
 
 def _answer_bytes(example: SquadExample) -> tuple[int, int]:
