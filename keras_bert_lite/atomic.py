@@ -37,13 +37,6 @@ def temporary_path(path: str) -> str:
     return os.path.join(directory, f".{name}{TEMPORARY_MARKER}{uuid.uuid4().hex[:12]}")
 
 
-def _remove(path: str) -> None:
-    if tf.io.gfile.isdir(path):
-        tf.io.gfile.rmtree(path)
-    elif tf.io.gfile.exists(path):
-        tf.io.gfile.remove(path)
-
-
 @contextlib.contextmanager
 def atomic_write(*paths: str | os.PathLike, suffixes: Sequence[str] = ()) -> Iterator[list[str]]:
     """Yields one temporary path per `paths`; publishes them all when the block succeeds.
@@ -70,9 +63,9 @@ def atomic_write(*paths: str | os.PathLike, suffixes: Sequence[str] = ()) -> Ite
     destinations = [os.fspath(p) for p in paths]
     if not destinations:
         raise ValueError("atomic_write needs at least one path.")
+    suffixes = suffixes or ("",)
     for destination in destinations:
-        targets = [destination + s for s in suffixes] if suffixes else [destination]
-        for target in targets:
+        for target in (destination + suffix for suffix in suffixes):
             if tf.io.gfile.isdir(target):
                 raise ValueError(f"{target} is a folder; expected a file path to write.")
         directory = os.path.dirname(destination)
@@ -82,12 +75,14 @@ def atomic_write(*paths: str | os.PathLike, suffixes: Sequence[str] = ()) -> Ite
     try:
         yield temporaries
         for temporary, destination in zip(temporaries, destinations):
-            for suffix in suffixes or ("",):
+            for suffix in suffixes:
                 tf.io.gfile.rename(temporary + suffix, destination + suffix, overwrite=True)
     finally:
-        for temporary in temporaries:
-            for suffix in suffixes or ("",):
-                _remove(temporary + suffix)
+        for leftover in (temporary + suffix for temporary in temporaries for suffix in suffixes):
+            if tf.io.gfile.isdir(leftover):
+                tf.io.gfile.rmtree(leftover)
+            elif tf.io.gfile.exists(leftover):
+                tf.io.gfile.remove(leftover)
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> str:

@@ -126,15 +126,13 @@ def word_positions(sentences: list[TaggedSentence], preprocessor, chunk: int = 5
     return result
 
 
-def predicted_tags(
-    logits: np.ndarray, positions: list[np.ndarray], tags: Sequence[str], truncated_tag: str = "O"
-) -> list[list[str]]:
+def predicted_tags(logits: np.ndarray, positions: list[np.ndarray], tags: Sequence[str]) -> list[list[str]]:
     """Word tags from token logits [N, seq, num_tags]: the argmax at each word's first piece.
 
-    Words cut off by truncation (position -1) get `truncated_tag`.
+    Words cut off by truncation (position -1) get "O".
     """
     ids = np.argmax(np.asarray(logits), axis=-1)
     return [
-        [tags[ids[n, p]] if p >= 0 else truncated_tag for p in sentence_positions]
+        [tags[ids[n, p]] if p >= 0 else "O" for p in sentence_positions]
         for n, sentence_positions in enumerate(positions)
     ]

@@ -8,6 +8,7 @@ stays linear in the file size however many questions are bad.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -117,83 +118,62 @@ def read_squad(
         raise ValueError(f"{path}: JSON nested too deeply to be a SQuAD file.") from None
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise ValueError(f"{path}: expected a JSON object with a 'data' list (SQuAD format).")
-    reader = _Reader(path, raw, is_training, on_error)
-    for article_index, article in enumerate(tqdm(document["data"], "Reading", unit="article", disable=not progress)):
-        reader.article(article, article_index)
-    if not reader.examples:
-        raise ValueError(f"{path}: no usable questions ({len(reader.bad.messages)} bad records skipped).")
-    return reader.examples
+    bad = BadRecords(path, on_error)
+    json_lines = functools.cache(lambda: _JsonLines(raw))  # the file is scanned at its first bad record
 
+    def line(at: tuple) -> int | None:
+        """The line of the object at path `at` (of its "id" key, for questions)."""
+        return json_lines()(*at, "id") or json_lines()(*at)
 
-class _Reader:
-    """Walks the articles of one file, collecting examples and reporting bad records with their lines."""
-
-    def __init__(self, path: str, raw: str, is_training: bool, on_error: str):
-        self.raw, self.is_training = raw, is_training
-        self.bad = BadRecords(path, on_error)
-        self.examples: list[SquadExample] = []
-        self.first_path: dict[str, tuple] = {}
-        self._lines: _JsonLines | None = None
-
-    def line(self, path: tuple) -> int | None:
-        """The line of the object at `path` (of its "id" key, for questions)."""
-        if self._lines is None:
-            self._lines = _JsonLines(self.raw)
-        return self._lines(*path, "id") or self._lines(*path)
-
-    def report(self, path: tuple, problem: str) -> None:
-        self.bad(self.line(path), f"{problem}.")
-
-    def article(self, article, index: int) -> None:
-        path = ("data", index)
+    examples: list[SquadExample] = []
+    first_path: dict[str, tuple] = {}  # question id -> where it occurs first
+    for index, article in enumerate(tqdm(document["data"], "Reading", unit="article", disable=not progress)):
         if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
-            self.report(path, f"article {index} is not an object with a 'paragraphs' list")
-            return
+            bad(line(("data", index)), f"article {index} is not an object with a 'paragraphs' list.")
+            continue
         for paragraph_index, paragraph in enumerate(article["paragraphs"]):
-            self.paragraph(paragraph, (*path, "paragraphs", paragraph_index), article.get("title", index))
-
-    def paragraph(self, paragraph, path: tuple, title) -> None:
-        name = f"paragraph {path[-1]} of article {title!r}"
-        if not isinstance(paragraph, dict):
-            self.report(path, f"{name} is not an object")
-            return
-        context, questions = paragraph.get("context"), paragraph.get("qas")
-        problem = _text_problem(context, "'context'")
-        if problem is None and not isinstance(questions, list):
-            problem = f"its 'qas' is {_kind(questions)}, not a list"
-        if problem:
-            self.report(path, f"{name}: {problem}")
-            return
-        for question_index, qa in enumerate(questions):
-            question_path = (*path, "qas", question_index)
-            example, problem = _parse_question(qa, context, self.is_training)
-            if problem is None and example.qas_id in self.first_path:
-                problem = (
-                    f"question {example.qas_id!r}: the id repeats the question at line "
-                    f"{self.line(self.first_path[example.qas_id])} (predictions are keyed by id)"
-                )
-            if problem:
-                self.report(question_path, problem)
+            at = ("data", index, "paragraphs", paragraph_index)
+            name = f"paragraph {paragraph_index} of article {article.get('title', index)!r}"
+            if not isinstance(paragraph, dict):
+                bad(line(at), f"{name} is not an object.")
                 continue
-            self.first_path[example.qas_id] = question_path
-            self.examples.append(example)
+            context, questions = paragraph.get("context"), paragraph.get("qas")
+            problem = _text_problem(context, "'context'")
+            if problem is None and not isinstance(questions, list):
+                problem = f"its 'qas' is {_kind(questions)}, not a list"
+            if problem:
+                bad(line(at), f"{name}: {problem}.")
+                continue
+            for question_index, qa in enumerate(questions):
+                question_at = (*at, "qas", question_index)
+                example, problem = _parse_question(qa, context, is_training)
+                if problem is None and example.qas_id in first_path:
+                    problem = (
+                        f"question {example.qas_id!r}: the id repeats the question at line "
+                        f"{line(first_path[example.qas_id])} (predictions are keyed by id)"
+                    )
+                if problem:
+                    bad(line(question_at), f"{problem}.")
+                    continue
+                first_path[example.qas_id] = question_at
+                examples.append(example)
+    if not examples:
+        raise ValueError(f"{path}: no usable questions ({len(bad.messages)} bad records skipped).")
+    return examples
 
 
-def parse_question(
-    qa: dict, context: str, is_training: bool, bad: BadRecords, line: int | None = None
-) -> SquadExample | None:
-    """One SQuAD `qas` entry as a `SquadExample`, or None after reporting it to `bad`.
+def parse_question(qa: dict, context: str, is_training: bool, bad: BadRecords) -> SquadExample | None:
+    """One SQuAD `qas` entry as a `SquadExample`, or None after reporting it to `bad` (without a line).
 
     Args:
         qa: {"id", "question", "answers": [{"text", "answer_start"}], optional "is_impossible"}.
         context: its paragraph.
         is_training: check the first answer's offset (see `read_squad`).
         bad: where problems are reported.
-        line: the entry's line in its file, if known.
     """
     example, problem = _parse_question(qa, context, is_training)
     if problem:
-        bad(line, f"{problem}.")
+        bad(None, f"{problem}.")
     return example
 
 
@@ -271,10 +251,8 @@ def _text_problem(value, what: str) -> str | None:
 
 def _kind(value) -> str:
     """A JSON value described for an error message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return json.dumps(value)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true or false
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     if isinstance(value, str):
