@@ -195,10 +195,8 @@ def tokenize_documents(
         batches = batches.map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         with tqdm(total=len(sentences), unit="sentence", desc="Tokenizing", disable=not progress) as bar:
             for ragged in batches:
-                flat = ragged.flat_values.numpy().tolist()
-                splits = ragged.row_splits.numpy().tolist()
-                token_ids += [flat[b:e] for b, e in zip(splits[:-1], splits[1:])]
-                bar.update(len(splits) - 1)
+                token_ids += ragged.to_list()
+                bar.update(int(ragged.nrows()))
     token_documents, position = [], 0
     for document in documents:
         kept = [ids for ids in token_ids[position : position + len(document)] if ids]
