@@ -62,18 +62,12 @@ def read_conll(
             without any sentence.
     """
     path, data = read_bytes(path, "CoNLL file")
-    raw_lines = data.splitlines()
     allowed = None if tags is None else set(tags)
     bad = BadRecords(path, on_error)
     sentences: list[TaggedSentence] = []
     current = TaggedSentence([], [])
     broken = False
-
-    def finish():
-        if current.words and not broken:
-            sentences.append(current)
-
-    for line_number, raw in enumerate(raw_lines, start=1):
+    for line_number, raw in enumerate([*data.splitlines(), b""], start=1):  # a blank line ends the last sentence
         try:
             fields = _COLUMN_SEPARATOR.split(raw.decode("utf-8-sig" if line_number == 1 else "utf-8").strip(" \t"))
         except UnicodeDecodeError as e:
@@ -81,10 +75,17 @@ def read_conll(
             broken = True
             continue
         if fields == [""] or fields[0] == "-DOCSTART-":
-            finish()
+            if current.words and not broken:
+                sentences.append(current)
             current, broken = TaggedSentence([], [], line_number + 1), False
             continue
-        problem = _check_line(fields, tag_column, allowed)
+        problem = None
+        if len(fields) < 2:
+            problem = f"expected 'word ... tag' (at least 2 columns), found {len(fields)} column(s)."
+        elif not -len(fields) <= tag_column < len(fields):
+            problem = f"no tag column {tag_column} in a line of {len(fields)} columns."
+        elif allowed is not None and fields[tag_column] not in allowed:
+            problem = f"tag {fields[tag_column]!r} is not one of {sorted(allowed)}."
         if problem:
             bad(line_number, problem)
             broken = True
@@ -93,18 +94,7 @@ def read_conll(
             current.line = line_number
         current.words.append(fields[0])
         current.tags.append(fields[tag_column])
-    finish()
     if not sentences:
         raise ValueError(f"{path}: no usable sentences ({len(bad.messages)} bad lines skipped).")
     return sentences
 
-
-def _check_line(fields: list[str], tag_column: int, allowed: set[str] | None) -> str | None:
-    if len(fields) < 2:
-        return f"expected 'word ... tag' (at least 2 columns), found {len(fields)} column(s)."
-    if not -len(fields) <= tag_column < len(fields):
-        return f"no tag column {tag_column} in a line of {len(fields)} columns."
-    tag = fields[tag_column]
-    if allowed is not None and tag not in allowed:
-        return f"tag {tag!r} is not one of {sorted(allowed)}."
-    return None
