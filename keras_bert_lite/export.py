@@ -106,10 +106,11 @@ def export_saved_model(
         ValueError: label names that do not match the classes, or windows that cannot hold a
             `max_query_length`-token question.
     """
+    answer_options = AnswerOptions(**answer_options)  # a TypeError names any unknown keyword argument
     if isinstance(model, BertClassifier):
         endpoint = _classifier_endpoint(model, preprocessor, labels, text_pair)
     elif isinstance(model, BertSpanLabeler):
-        endpoint = _span_endpoint(model, preprocessor, AnswerOptions(**answer_options))
+        endpoint = _span_endpoint(model, preprocessor, answer_options)
     elif isinstance(model, BertTokenClassifier):
         endpoint = _tagger_endpoint(model, preprocessor, labels)
     else:
