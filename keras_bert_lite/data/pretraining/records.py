@@ -81,18 +81,8 @@ def read_checked_records(
         .map(parse)
         .ignore_errors(log_warning=True)  # a chunk that does not parse is dropped; found below by its numbers
     )
-    end = tf.data.Dataset.from_tensors(
-        (
-            tf.constant([-1], tf.int64),
-            tf.constant(0, tf.int64),
-            {
-                name: tf.RaggedTensor.from_row_lengths(
-                    tf.zeros([length], feature_dtype(name)), tf.constant([length], tf.int32)
-                )
-                for name, length in lengths.items()
-            },
-        )
-    )
+    # After the last chunk, an empty one numbered -1: the end-of-file checks run on it.
+    end = tf.data.Dataset.from_tensors(parse(tf.constant([-1], tf.int64), tf.constant([], tf.string)))
     size = tf.cast(size, tf.int64)
     ranges = value_ranges(seq_length, vocab_size)
 
@@ -112,8 +102,9 @@ def read_checked_records(
         description = describe_range(name, low, high, seq_length, vocab_size)
 
         def length_message() -> tf.Tensor:
-            row = tf.argmax(tf.cast(wrong_length, tf.int32))
-            found = row_lengths[row]
+            lengths_found = tf.concat([row_lengths, [length]], 0)  # one more: safe on the end's empty chunk
+            row = tf.argmax(tf.cast(tf.not_equal(lengths_found, length), tf.int32))
+            found = lengths_found[row]
             template = f", record {{}}: feature {name} has {{}} values, expected {length}{hint}"
             return message(template, (indices[row] + 1, found, found) if hint else (indices[row] + 1, found))
 
