@@ -19,18 +19,12 @@ from keras_bert_lite.data.glue.tasks import GlueTask, get_glue_task
 from keras_bert_lite.data.ner.conll import TaggedSentence
 from keras_bert_lite.data.squad import SquadExample, parse_question
 
-# TFDS feature names of each GLUE task's texts.
+# TFDS feature names of GLUE texts, where they are not the task's TSV header names (`text_columns`).
 _GLUE_TEXT_FEATURES = {
     "cola": ("sentence",),
-    "sst2": ("sentence",),
     "mrpc": ("sentence1", "sentence2"),
-    "stsb": ("sentence1", "sentence2"),
-    "qqp": ("question1", "question2"),
     "mnli": ("premise", "hypothesis"),
     "mnli_mismatched": ("premise", "hypothesis"),
-    "qnli": ("question", "sentence"),
-    "rte": ("sentence1", "sentence2"),
-    "wnli": ("sentence1", "sentence2"),
 }
 
 
@@ -60,10 +54,11 @@ def load_glue_from_tfds(task: GlueTask | str, split: str, data_dir: str | None =
     mapping = None  # TFDS class id -> our class id, matched by name when TFDS names our labels
     if not task.is_regression and names is not None and set(task.labels) <= set(names):
         mapping = {names.index(label): i for i, label in enumerate(task.labels)}
-    texts = [[] for _ in _GLUE_TEXT_FEATURES[task.name]]
+    text_features = _GLUE_TEXT_FEATURES.get(task.name, task.text_columns)
+    texts = [[] for _ in text_features]
     labels, ids = [], []
     for example in tfds.as_numpy(dataset):
-        for column, feature in zip(texts, _GLUE_TEXT_FEATURES[task.name]):
+        for column, feature in zip(texts, text_features):
             column.append(_text(example[feature]))
         label = example["label"]
         labels.append(float(label) if task.is_regression else int(mapping[int(label)] if mapping and label >= 0 else label))
