@@ -58,12 +58,8 @@ def squad_evaluate(examples: list[SquadExample], predictions: dict[str, str]) ->
         references = [a for a in example.answers if normalize_answer(a)] or [""]
         prediction = predictions.get(example.qas_id)
         has_answer.append(references != [""])
-        if prediction is None:
-            exact.append(0.0)
-            f1.append(0.0)
-            continue
-        exact.append(max(exact_match(prediction, r) for r in references))
-        f1.append(max(f1_score(prediction, r) for r in references))
+        exact.append(0.0 if prediction is None else max(exact_match(prediction, r) for r in references))
+        f1.append(0.0 if prediction is None else max(f1_score(prediction, r) for r in references))
     exact, f1, has_answer = np.array(exact, "float64"), np.array(f1, "float64"), np.array(has_answer)
     result = {"exact_match": 100.0 * float(exact.mean()), "f1": 100.0 * float(f1.mean()), "total": len(examples)}
     if any(e.is_impossible for e in examples):
