@@ -67,13 +67,9 @@ class ClassificationData:
         return len(self.text_a)
 
     def __iter__(self) -> Iterator[ClassificationExample]:
-        for i, text_a in enumerate(self.text_a):
-            yield ClassificationExample(
-                id=self.ids[i],
-                text_a=text_a,
-                text_b=None if self.text_b is None else self.text_b[i],
-                label=None if self.labels is None else self.labels[i].item(),
-            )
+        text_b = [None] * len(self) if self.text_b is None else self.text_b
+        labels = [None] * len(self) if self.labels is None else self.labels.tolist()
+        return map(ClassificationExample, self.ids, self.text_a, text_b, labels)
 
 
 def _column_index(column: Column, header: list[str] | None, path: str) -> int:
