@@ -84,19 +84,12 @@ class BertEmbeddings(keras.layers.Layer):
 
     def build(self, input_word_ids_shape=None, input_type_ids_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-        self.word_embeddings = self.add_weight(
-            shape=(self.vocab_size, self.hidden_size), initializer=initializer, name="word_embeddings"
-        )
-        self.position_embeddings = self.add_weight(
-            shape=(self.max_position_embeddings, self.hidden_size),
-            initializer=initializer,
-            name="position_embeddings",
-        )
-        self.token_type_embeddings = self.add_weight(
-            shape=(self.type_vocab_size, self.hidden_size),
-            initializer=initializer,
-            name="token_type_embeddings",
-        )
+        for name, rows in (
+            ("word_embeddings", self.vocab_size),
+            ("position_embeddings", self.max_position_embeddings),
+            ("token_type_embeddings", self.type_vocab_size),
+        ):
+            setattr(self, name, self.add_weight(shape=(rows, self.hidden_size), initializer=initializer, name=name))
         self.layer_norm.build((None, None, self.hidden_size))
 
     def call(self, input_word_ids, input_type_ids, training=None):

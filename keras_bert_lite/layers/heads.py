@@ -222,21 +222,8 @@ class ClassificationHead(keras.layers.Layer):
         return config
 
 
-@keras.saving.register_keras_serializable(package="keras_bert_lite")
-class NextSentenceHead(ClassificationHead):
-    """BERT's next-sentence head: logits over {IsNext = 0, NotNext = 1} from the pooled output.
-
-    Call args:
-        pooled_output: float [batch, H].
-
-    Returns:
-        float32 logits [batch, 2].
-
-    Example:
-
-        >>> NextSentenceHead()(ops.ones((2, 8))).shape
-        (2, 2)
-    """
+class _TwoLogitHead(ClassificationHead):
+    """A `ClassificationHead` with two logits and no dropout; its config is `initializer_range`."""
 
     def __init__(self, initializer_range: float = 0.02, **kwargs):
         kwargs.pop("num_classes", None)
@@ -250,7 +237,27 @@ class NextSentenceHead(ClassificationHead):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class SpanHead(keras.layers.Layer):
+class NextSentenceHead(_TwoLogitHead):
+    """BERT's next-sentence head: logits over {IsNext = 0, NotNext = 1} from the pooled output.
+
+    Args:
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call args:
+        pooled_output: float [batch, H].
+
+    Returns:
+        float32 logits [batch, 2].
+
+    Example:
+
+        >>> NextSentenceHead()(ops.ones((2, 8))).shape
+        (2, 2)
+    """
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lite")
+class SpanHead(_TwoLogitHead):
     """Start and end logits for extractive QA (SQuAD): one dense layer to 2 per position.
 
     Args:
@@ -268,21 +275,6 @@ class SpanHead(keras.layers.Layer):
         [(2, 5), (2, 5)]
     """
 
-    def __init__(self, initializer_range: float = 0.02, **kwargs):
-        super().__init__(**kwargs)
-        self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
-            2, kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy, name="dense"
-        )
-
-    def build(self, input_shape):
-        self.dense.build(input_shape)
-
-    def call(self, sequence_output):
-        logits = ops.cast(self.dense(sequence_output), "float32")
+    def call(self, sequence_output, training=None):
+        logits = super().call(sequence_output, training)
         return logits[..., 0], logits[..., 1]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(initializer_range=self.initializer_range)
-        return config
