@@ -59,7 +59,6 @@ class BertPackInputs(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.built = True
         if truncator not in _TRIMMERS:
             raise ValueError(
                 f"truncator must be one of {sorted(_TRIMMERS)}, got {truncator!r}."
@@ -164,9 +163,9 @@ class BertPackInputs(TextLayer):
 def _check_same_batch_size(segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:
     """Fails clearly (at trace time when shapes are known) on mismatched batches."""
     sizes = [s.shape[0] for s in segments]
-    if None not in sizes and len(set(sizes)) > 1:
-        raise ValueError(f"All segments must have the same batch size, got {sizes}.")
-    if len(segments) == 1 or None not in sizes:
+    if None not in sizes:
+        if len(set(sizes)) > 1:
+            raise ValueError(f"All segments must have the same batch size, got {sizes}.")
         return segments
     with tf.control_dependencies([
         tf.debugging.assert_equal(

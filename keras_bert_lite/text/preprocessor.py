@@ -72,7 +72,6 @@ class BertPreprocessor(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.built = True
         self.tokenizer = BertTokenizer(
             vocabulary,
             lower_case=lower_case,

@@ -10,9 +10,13 @@ import keras
 
 
 class TextLayer(keras.layers.Layer):
-    """A Keras layer whose `call` gets its inputs unconverted: strings, lists and ragged tensors."""
+    """A Keras layer whose `call` gets its inputs unconverted: strings, lists and ragged tensors.
+
+    Built on construction: its tables come from its arguments, not from the input shapes.
+    """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        self.built = True
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True

@@ -91,7 +91,6 @@ class BertTokenizer(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.built = True
 
         if isinstance(vocabulary, (str, os.PathLike)):
             source = os.fspath(vocabulary)
@@ -248,7 +247,10 @@ class BertTokenizer(TextLayer):
         if not with_offsets:
             return pieces
         ids, starts, ends = pieces
-        starts, ends = self._word_spans(ids, starts, ends)
+        # Each piece gets the span of its word: the word's first start and last end.
+        word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids.flat_values), tf.int64)) - 1
+        starts = ids.with_flat_values(tf.gather(tf.math.segment_min(starts.flat_values, word), word))
+        ends = ids.with_flat_values(tf.gather(tf.math.segment_max(ends.flat_values, word), word))
         # Printable-ASCII rows keep their byte offsets through normalisation; only the others are mapped.
         mapped = tf.where(tf.gather(tf.logical_not(plain), ids.value_rowids()))
         spans = source_spans(
@@ -291,13 +293,6 @@ class BertTokenizer(TextLayer):
         )
         redone = [tf.ragged.boolean_mask(r.with_flat_values(value), keep) for r, value in zip(redone, values)]
         return tuple(tf.gather(tf.concat([old, new], axis=0), source) for old, new in zip(pieces, redone))
-
-    def _word_spans(self, ids, starts, ends):
-        """Piece offsets [batch, (pieces)] -> the offsets of each piece's word (first start, last end)."""
-        word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids.flat_values), tf.int64)) - 1
-        first = tf.math.segment_min(starts.flat_values, word)
-        last = tf.math.segment_max(ends.flat_values, word)
-        return ids.with_flat_values(tf.gather(first, word)), ids.with_flat_values(tf.gather(last, word))
 
     def tokenize_words(self, inputs) -> tf.RaggedTensor:
         """Like `call`, but grouped by word.
