@@ -7,10 +7,11 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers import accelerated, checks
+from keras_bert_lite.layers.base import ConfigLayer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(ConfigLayer):
     """BERT's input embeddings.
 
     output = Dropout(LayerNorm(word[ids] + position[0:seq] + segment[type_ids]))
@@ -118,8 +119,3 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
         return (*input_word_ids_shape, self.hidden_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({name: getattr(self, name) for name in self._CONFIG_ARGS})
-        return config

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.layers.base import ConfigLayer
 from keras_bert_lite.layers.embeddings import BertEmbeddings
 
 
@@ -16,7 +17,7 @@ def _initializer(stddev: float) -> keras.initializers.Initializer:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertPooler(keras.layers.Layer):
+class BertPooler(ConfigLayer):
     """tanh(Dense(sequence_output[:, 0])): the [CLS] representation.
 
     Args:
@@ -34,6 +35,8 @@ class BertPooler(keras.layers.Layer):
         >>> BertPooler(hidden_size=8)(ops.ones((2, 5, 8))).shape
         (2, 8)
     """
+
+    _CONFIG_ARGS = ("hidden_size", "initializer_range")
 
     def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
         super().__init__(**kwargs)
@@ -56,14 +59,9 @@ class BertPooler(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.hidden_size)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(ConfigLayer):
     """BERT's masked-LM head, computed only at the masked positions.
 
         h = LayerNorm(act(Dense(gather(sequence_output, positions))))
@@ -97,6 +95,8 @@ class MaskedLMHead(keras.layers.Layer):
         >>> MaskedLMHead(embeddings)(hidden, ops.array([[1, 2], [3, 4]])).shape
         (2, 2, 100)
     """
+
+    _CONFIG_ARGS = ("activation", "initializer_range", "layer_norm_eps")
 
     def __init__(
         self,
@@ -152,12 +152,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            embedding_layer=keras.saving.serialize_keras_object(self.embedding_layer),
-            activation=self.activation,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
+        config.update(embedding_layer=keras.saving.serialize_keras_object(self.embedding_layer))
         return config
 
     @classmethod
@@ -168,7 +163,7 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class ClassificationHead(keras.layers.Layer):
+class ClassificationHead(ConfigLayer):
     """Dropout then a dense layer to `num_classes` logits, over the last axis.
 
     Used on the pooled output ([batch, H] -> [batch, num_classes]) for sentence tasks, on every
@@ -192,6 +187,8 @@ class ClassificationHead(keras.layers.Layer):
         (2, 3)
     """
 
+    _CONFIG_ARGS = ("num_classes", "dropout_rate", "initializer_range")
+
     def __init__(
         self, num_classes: int, dropout_rate: float = 0.1, initializer_range: float = 0.02, **kwargs
     ):
@@ -212,28 +209,16 @@ class ClassificationHead(keras.layers.Layer):
     def call(self, x, training=None):
         return ops.cast(self.dense(accelerated.dropout(self.dropout, x, training)), "float32")
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_classes=self.num_classes,
-            dropout_rate=self.dropout_rate,
-            initializer_range=self.initializer_range,
-        )
-        return config
-
 
 class _TwoLogitHead(ClassificationHead):
     """A `ClassificationHead` with two logits and no dropout; its config is `initializer_range`."""
+
+    _CONFIG_ARGS = ("initializer_range",)
 
     def __init__(self, initializer_range: float = 0.02, **kwargs):
         kwargs.pop("num_classes", None)
         kwargs.pop("dropout_rate", None)
         super().__init__(num_classes=2, dropout_rate=0.0, initializer_range=initializer_range, **kwargs)
-
-    def get_config(self):
-        config = super().get_config()
-        del config["num_classes"], config["dropout_rate"]
-        return config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")

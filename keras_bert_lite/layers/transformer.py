@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.layers.base import ConfigLayer
 
 # Added to the attention scores of padding keys, as in the original BERT code; exp() of it is 0 in
 # float32, and the scores are float32 whatever the compute dtype.
@@ -17,7 +18,7 @@ _MASK_BIAS = -10000.0
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class TransformerEncoderBlock(keras.layers.Layer):
+class TransformerEncoderBlock(ConfigLayer):
     """One BERT encoder layer (post-LN):
 
         x = LayerNorm(x + Dropout(Dense(SelfAttention(x, mask))))
@@ -202,8 +203,3 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if output_positions_shape is None:
             return x_shape
         return (x_shape[0], output_positions_shape[1], x_shape[2])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({name: getattr(self, name) for name in self._CONFIG_ARGS})
-        return config

@@ -196,6 +196,8 @@ class MaskedLMMasker(TextLayer):
         ['input_word_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights']
     """
 
+    _CONFIG_ARGS = (*_MASK_ARGS, "whole_word_masking", "seed")
+
     def __init__(
         self,
         vocab_size: int,
@@ -288,10 +290,5 @@ class MaskedLMMasker(TextLayer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            {name: getattr(self, name) for name in _MASK_ARGS},
-            whole_word_masking=self.whole_word_masking,
-            vocabulary=None if self.vocabulary is None else list(self.vocabulary),
-            seed=self.seed,
-        )
+        config.update(vocabulary=None if self.vocabulary is None else list(self.vocabulary))
         return config

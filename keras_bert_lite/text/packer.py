@@ -49,6 +49,8 @@ class BertPackInputs(TextLayer):
         [[0, 0, 0, 0, 1, 1, 1, 1]]
     """
 
+    _CONFIG_ARGS = ("seq_length", "start_of_sequence_id", "end_of_segment_id", "padding_id", "truncator")
+
     def __init__(
         self,
         seq_length: int,
@@ -152,12 +154,6 @@ class BertPackInputs(TextLayer):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
         shape = (first.shape[0], self.seq_length)
         return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        names = ("seq_length", "start_of_sequence_id", "end_of_segment_id", "padding_id", "truncator")
-        config.update({name: getattr(self, name) for name in names})
-        return config
 
 
 def _check_same_batch_size(segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:

@@ -12,12 +12,6 @@ from keras_bert_lite.text.packer import OUTPUT_NAMES, BertPackInputs
 from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
-# The `BertTokenizer` arguments a `BertPreprocessor` passes on (and keeps in its config).
-_TOKENIZER_ARGS = (
-    "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
-    "preserve_unused_tokens",
-)
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertPreprocessor(TextLayer):
@@ -124,7 +118,7 @@ class BertPreprocessor(TextLayer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({name: getattr(self.tokenizer, name) for name in _TOKENIZER_ARGS},
+        config.update({name: getattr(self.tokenizer, name) for name in BertTokenizer._CONFIG_ARGS},
                       seq_length=self.seq_length, truncator=self.packer.truncator)
         return config
 

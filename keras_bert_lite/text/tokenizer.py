@@ -80,6 +80,11 @@ class BertTokenizer(TextLayer):
         [[5, 6, 8, 7, 9]]
     """
 
+    _CONFIG_ARGS = (
+        "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
+        "preserve_unused_tokens",
+    )
+
     def __init__(
         self,
         vocabulary: str | Sequence[str],
@@ -335,10 +340,3 @@ class BertTokenizer(TextLayer):
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[0], None), dtype="int32", ragged=True)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        options = ("lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
-                   "preserve_unused_tokens")
-        config.update({name: getattr(self, name) for name in options}, vocabulary=self.vocabulary)
-        return config
