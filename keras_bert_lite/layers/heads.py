@@ -225,9 +225,6 @@ class _TwoLogitHead(ClassificationHead):
 class NextSentenceHead(_TwoLogitHead):
     """BERT's next-sentence head: logits over {IsNext = 0, NotNext = 1} from the pooled output.
 
-    Args:
-        initializer_range: stddev of the truncated-normal kernel initializer.
-
     Call args:
         pooled_output: float [batch, H].
 

@@ -127,17 +127,11 @@ def _as_string_segments(inputs) -> list[tf.Tensor]:
     """The call's inputs as a list of tf.string tensors, one per segment."""
     if isinstance(inputs, dict):
         raise TypeError("BertPreprocessor takes a string tensor or a tuple of string tensors, not a dict.")
-    if isinstance(inputs, (str, bytes)):
-        return [tf.constant(inputs, dtype=tf.string)]
     if isinstance(inputs, (list, tuple)) and all(isinstance(t, (str, bytes)) for t in inputs):
-        return [tf.constant(inputs, dtype=tf.string)]  # a plain list of texts is one batch
+        inputs = tf.constant(inputs, dtype=tf.string)  # a plain list of texts is one batch
     texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    if not texts:
-        raise ValueError("BertPreprocessor needs at least one string tensor.")
-    segments = []
-    for text in texts:
-        segment = tf.convert_to_tensor(text)
+    segments = [tf.convert_to_tensor(text) for text in texts]
+    for segment in segments:
         if segment.dtype != tf.string:
             raise TypeError(f"BertPreprocessor expects tf.string input, got {segment.dtype.name}.")
-        segments.append(segment)
     return segments
