@@ -21,16 +21,11 @@ class BertPreprocessor(TextLayer):
     model, and in an exported SavedModel.
 
     Args:
-        vocabulary: path of a `vocab.txt` or the list of tokens (see `BertTokenizer`).
+        vocabulary, lower_case, max_chars_per_token, strip_accents, special_tokens_in_strings,
+            preserve_unused_tokens: the `BertTokenizer` arguments.
         seq_length: length of the packed inputs, special tokens included; settable later, also
             under KerasHub's name `sequence_length`.
-        lower_case: `True` for uncased vocabularies (lower-case, and strip accents unless `strip_accents`
-            says otherwise).
-        truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"`.
-        max_chars_per_token: words longer than this become `[UNK]`.
-        strip_accents: see `BertTokenizer`; `None` follows `lower_case`.
-        special_tokens_in_strings: see `BertTokenizer`.
-        preserve_unused_tokens: see `BertTokenizer`.
+        truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"` (see `BertPackInputs`).
         **kwargs: standard layer arguments.
 
     Call arguments:
