@@ -78,10 +78,8 @@ class BertEmbeddings(ConfigLayer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
-        )
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.layer_norm = self._layer_norm("layer_norm")
+        self.dropout = self._dropout(dropout_rate, "dropout")
 
     def build(self, input_word_ids_shape=None, input_type_ids_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

@@ -12,10 +12,6 @@ from keras_bert_lite.layers.base import ConfigLayer
 from keras_bert_lite.layers.embeddings import BertEmbeddings
 
 
-def _initializer(stddev: float) -> keras.initializers.Initializer:
-    return keras.initializers.TruncatedNormal(stddev=stddev)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertPooler(ConfigLayer):
     """tanh(Dense(sequence_output[:, 0])): the [CLS] representation.
@@ -42,13 +38,7 @@ class BertPooler(ConfigLayer):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
-            hidden_size,
-            activation="tanh",
-            kernel_initializer=_initializer(initializer_range),
-            dtype=self.dtype_policy,
-            name="dense",
-        )
+        self.dense = self._dense(hidden_size, "dense", activation="tanh")
 
     def build(self, input_shape):
         self.dense.build((None, input_shape[-1]))
@@ -112,16 +102,8 @@ class MaskedLMHead(ConfigLayer):
         self.activation = activation
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.transform = keras.layers.Dense(
-            embedding_layer.hidden_size,
-            activation=get_activation(activation),
-            kernel_initializer=_initializer(initializer_range),
-            dtype=self.dtype_policy,
-            name="transform",
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
-        )
+        self.transform = self._dense(embedding_layer.hidden_size, "transform", activation=get_activation(activation))
+        self.layer_norm = self._layer_norm("layer_norm")
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
         if not self.embedding_layer.built:
@@ -198,10 +180,8 @@ class ClassificationHead(ConfigLayer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
-        self.dense = keras.layers.Dense(
-            num_classes, kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy, name="dense"
-        )
+        self.dropout = self._dropout(dropout_rate, "dropout")
+        self.dense = self._dense(num_classes, "dense")
 
     def build(self, input_shape):
         self.dense.build(input_shape)

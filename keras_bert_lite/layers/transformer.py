@@ -100,26 +100,11 @@ class TransformerEncoderBlock(ConfigLayer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self._activation_fn = get_activation(activation)
-        policy = self.dtype_policy
-        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate, dtype=policy, name="attention_dropout")
-        self.attention_output_dropout = keras.layers.Dropout(
-            dropout_rate, dtype=policy, name="attention_output_dropout"
-        )
-        self.output_dropout = keras.layers.Dropout(dropout_rate, dtype=policy, name="output_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
-        )
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
-        )
-
-    def _dense(self, units: int, name: str) -> keras.layers.Dense:
-        return keras.layers.Dense(
-            units,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype=self.dtype_policy,
-            name=name,
-        )
+        self.attention_dropout = self._dropout(attention_dropout_rate, "attention_dropout")
+        self.attention_output_dropout = self._dropout(dropout_rate, "attention_output_dropout")
+        self.output_dropout = self._dropout(dropout_rate, "output_dropout")
+        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
+        self.output_layer_norm = self._layer_norm("output_layer_norm")
 
     def build(self, x_shape, attention_mask_shape=None, output_positions_shape=None):
         hidden_size = x_shape[-1]
