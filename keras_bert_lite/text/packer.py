@@ -152,7 +152,7 @@ class BertPackInputs(TextLayer):
 
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
-        shape = (first.shape[0], self.seq_length)
+        shape = (*first.shape[:1], self.seq_length)  # (seq_length,) for one unbatched example
         return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
 
 

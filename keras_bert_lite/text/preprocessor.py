@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_bert_lite.text.packer import OUTPUT_NAMES, BertPackInputs
+from keras_bert_lite.text.packer import BertPackInputs
 from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
@@ -107,9 +107,7 @@ class BertPreprocessor(TextLayer):
         return self.packer(segments if len(segments) > 1 else segments[0])
 
     def compute_output_spec(self, inputs):
-        first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        shape = (self.seq_length,) if len(first.shape) == 0 else (first.shape[0], self.seq_length)
-        return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
+        return self.packer.compute_output_spec(inputs)
 
     def get_config(self) -> dict:
         config = super().get_config()
