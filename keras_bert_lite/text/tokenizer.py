@@ -96,7 +96,6 @@ class BertTokenizer(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-
         if isinstance(vocabulary, (str, os.PathLike)):
             source = os.fspath(vocabulary)
             tokens = load_vocabulary(source)
@@ -209,13 +208,10 @@ class BertTokenizer(TextLayer):
         parts, part_starts, part_ends, protected = self._protected_words.split(strings)
         is_protected = protected >= 0
         pieces = self._word_pieces(tf.where(is_protected, "", parts.flat_values), with_offsets)
-        lengths = tf.cast(is_protected, tf.int64)
-        kept = [tf.RaggedTensor.from_row_lengths(tf.boolean_mask(protected, is_protected), lengths)]
+        keep = is_protected[:, tf.newaxis]
+        kept = [tf.ragged.boolean_mask(protected[:, tf.newaxis], keep)]
         if with_offsets:
-            kept += [
-                tf.RaggedTensor.from_row_lengths(tf.boolean_mask(offsets.flat_values, is_protected), lengths)
-                for offsets in (part_starts, part_ends)
-            ]
+            kept += [tf.ragged.boolean_mask(o.flat_values[:, tf.newaxis], keep) for o in (part_starts, part_ends)]
             pieces = (pieces[0], *(
                 offsets.with_flat_values(
                     offsets.flat_values + tf.gather(part_starts.flat_values, offsets.value_rowids())
