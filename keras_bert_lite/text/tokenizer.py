@@ -30,7 +30,9 @@ from keras_bert_lite.text.vocab import (
 # tensorflow_text (~120 MB resident) is imported in the functions that use it, so that
 # `import keras_bert_lite` (e.g. for training from TFRecords) does not load it.
 
-def _as_string_batch(inputs) -> tf.Tensor:
+def _on_string_batch(inputs, tokenize):
+    """`tokenize(strings)` of `inputs` as tf.string [batch]; a scalar is tokenized as a batch of one,
+    and each result unbatched."""
     strings = tf.convert_to_tensor(inputs)
     if strings.dtype != tf.string:
         raise TypeError(f"BertTokenizer expects tf.string input, got {strings.dtype.name}.")
@@ -38,7 +40,9 @@ def _as_string_batch(inputs) -> tf.Tensor:
         raise ValueError(
             f"BertTokenizer expects a scalar or a [batch] vector of strings, got shape {strings.shape}."
         )
-    return strings
+    if strings.shape.rank == 0:
+        return tf.nest.map_structure(lambda t: t[0], tokenize(strings[tf.newaxis]))
+    return tokenize(strings)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -165,10 +169,7 @@ class BertTokenizer(TextLayer):
         )
 
     def call(self, inputs):
-        strings = _as_string_batch(inputs)
-        if strings.shape.rank == 0:
-            return self.call(strings[tf.newaxis])[0]
-        return self._tokenize(strings, with_offsets=False)[0]
+        return _on_string_batch(inputs, lambda strings: self._tokenize(strings, with_offsets=False)[0])
 
     def tokenize_with_offsets(
         self, inputs
@@ -196,10 +197,7 @@ class BertTokenizer(TextLayer):
             >>> ids.to_list(), starts.to_list(), ends.to_list()
             ([[5, 6, 1]], [[0, 0, 6]], [[6, 6, 7]])
         """
-        strings = _as_string_batch(inputs)
-        if strings.shape.rank == 0:
-            return tuple(t[0] for t in self.tokenize_with_offsets(strings[tf.newaxis]))
-        return self._tokenize(strings, with_offsets=True)
+        return _on_string_batch(inputs, lambda strings: self._tokenize(strings, with_offsets=True))
 
     def _tokenize(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
         """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends): word spans in `strings`."""
@@ -305,10 +303,10 @@ class BertTokenizer(TextLayer):
             `tf.RaggedTensor` int32 of shape [batch, (words), (pieces)] (or [(words), (pieces)] for a
             scalar).
         """
-        strings = _as_string_batch(inputs)
-        if strings.shape.rank == 0:
-            return self.tokenize_words(strings[tf.newaxis])[0]
-        pieces = self.call(strings)
+        return _on_string_batch(inputs, self._words)
+
+    def _words(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        pieces = self._tokenize(strings, with_offsets=False)[0]
         starts = pieces.with_flat_values(tf.gather(self._starts_word, pieces.flat_values))
         words = tf.RaggedTensor.from_row_starts(
             pieces.flat_values, tf.where(starts.flat_values)[:, 0], validate=False
