@@ -149,7 +149,12 @@ class BertConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise ValueError(f"BertConfig.{name} must be a finite number, got {_describe(value)}.")
-            object.__setattr__(self, name, float(value))
+            value = float(value)
+            object.__setattr__(self, name, value)
+            # Dropout rates are probabilities (a rate of 1 drops everything); scales are positive.
+            probability = name.endswith("_prob")
+            if not (0.0 <= value < 1.0 if probability else value > 0):
+                raise ValueError(f"BertConfig.{name} must be {'in [0, 1)' if probability else 'positive'}, got {value!r}.")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
@@ -159,13 +164,6 @@ class BertConfig:
             raise ValueError(
                 f"BertConfig.hidden_act {self.hidden_act!r} is unknown; expected one of {ACTIVATIONS}."
             )
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}.")
-        for name in ("initializer_range", "layer_norm_eps"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"BertConfig.{name} must be positive, got {getattr(self, name)!r}.")
 
     @property
     def head_size(self) -> int:

@@ -189,23 +189,16 @@ def dropout(layer: keras.layers.Dropout, x, training=None):
     x = tf.cast(x, layer.compute_dtype)
     # Keras keeps the seed state as int64; the stateless ops want int32 under XLA.
     seed = tf.cast(tf.math.floormod(layer.seed_generator.next(), tf.int32.max - 1), tf.int32)
-    keep = _keep_mask(tf.shape(x), seed, layer.rate)
-    return _scale_kept(x, keep, 1.0 / (1.0 - layer.rate))
-
-
-def _keep_mask(shape, seed, rate: float):
-    """bool tensor of `shape` (int32 [rank]), each element False with probability
-    min(round(rate x 65536), 65535) / 65536: two 16-bit halves of each 32-bit Philox number."""
-    size = tf.reduce_prod(shape)
+    # Each element is dropped with probability min(round(rate x 65536), 65535) / 65536: the two
+    # 16-bit halves of each 32-bit Philox number serve two elements.
+    size = tf.size(x)
     bits = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32, alg="philox")
     halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:size]
-    return tf.reshape(halves >= min(round(rate * 65536), 65535), shape)
+    keep = tf.reshape(halves >= min(round(layer.rate * 65536), 65535), tf.shape(x))
+    scale = 1.0 / (1.0 - layer.rate)
 
-
-def _scale_kept(inputs, keep, scale: float):
-    """inputs * keep * scale as two multiplications (half the time of `tf.where` with zeros), with
-    a gradient that keeps the bool `keep` rather than a float copy of it."""
-
+    # x * keep * scale as two multiplications (half the time of `tf.where` with zeros), with a
+    # gradient that keeps the bool `keep` rather than a float copy of it.
     @tf.custom_gradient
     def scale_kept(x):
         def grad(upstream):
@@ -213,7 +206,7 @@ def _scale_kept(inputs, keep, scale: float):
 
         return x * tf.cast(keep, x.dtype) * scale, grad
 
-    return scale_kept(inputs)
+    return scale_kept(x)
 
 
 def sparse_softmax_cross_entropy(logits, labels):

@@ -13,14 +13,13 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def _after(checks: list, *tensors):
-    """`tensors`, made to run after `checks` in a graph (in eager mode the checks have run)."""
+def _after(checks: list, tensor):
+    """`tensor`, made to run after `checks` in a graph (in eager mode the checks have run)."""
     checks = [check for check in checks if check is not None]
     if not checks:
-        return tensors if len(tensors) > 1 else tensors[0]
+        return tensor
     with tf.control_dependencies(checks):
-        outputs = tuple(tf.identity(t) for t in tensors)
-    return outputs if len(outputs) > 1 else outputs[0]
+        return tf.identity(tensor)
 
 
 def indices_in_range(indices, upper, message: str):

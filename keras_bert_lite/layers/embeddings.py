@@ -7,10 +7,11 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_lite.layers import accelerated, checks
+from keras_bert_lite.layers.base import ConfigLayer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(ConfigLayer):
     """BERT's input embeddings.
 
     output = Dropout(LayerNorm(word[ids] + position[0:seq] + segment[type_ids]))
@@ -77,26 +78,17 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
-        )
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.layer_norm = self._layer_norm("layer_norm")
+        self.dropout = self._dropout(dropout_rate, "dropout")
 
     def build(self, input_word_ids_shape=None, input_type_ids_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-        self.word_embeddings = self.add_weight(
-            shape=(self.vocab_size, self.hidden_size), initializer=initializer, name="word_embeddings"
-        )
-        self.position_embeddings = self.add_weight(
-            shape=(self.max_position_embeddings, self.hidden_size),
-            initializer=initializer,
-            name="position_embeddings",
-        )
-        self.token_type_embeddings = self.add_weight(
-            shape=(self.type_vocab_size, self.hidden_size),
-            initializer=initializer,
-            name="token_type_embeddings",
-        )
+        for name, rows in (
+            ("word_embeddings", self.vocab_size),
+            ("position_embeddings", self.max_position_embeddings),
+            ("token_type_embeddings", self.type_vocab_size),
+        ):
+            setattr(self, name, self.add_weight(shape=(rows, self.hidden_size), initializer=initializer, name=name))
         self.layer_norm.build((None, None, self.hidden_size))
 
     def call(self, input_word_ids, input_type_ids, training=None):
@@ -125,8 +117,3 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
         return (*input_word_ids_shape, self.hidden_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({name: getattr(self, name) for name in self._CONFIG_ARGS})
-        return config

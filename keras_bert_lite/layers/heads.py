@@ -8,15 +8,12 @@ from keras import ops
 
 from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.layers.base import ConfigLayer
 from keras_bert_lite.layers.embeddings import BertEmbeddings
 
 
-def _initializer(stddev: float) -> keras.initializers.Initializer:
-    return keras.initializers.TruncatedNormal(stddev=stddev)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class BertPooler(keras.layers.Layer):
+class BertPooler(ConfigLayer):
     """tanh(Dense(sequence_output[:, 0])): the [CLS] representation.
 
     Args:
@@ -35,17 +32,13 @@ class BertPooler(keras.layers.Layer):
         (2, 8)
     """
 
+    _CONFIG_ARGS = ("hidden_size", "initializer_range")
+
     def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
-            hidden_size,
-            activation="tanh",
-            kernel_initializer=_initializer(initializer_range),
-            dtype=self.dtype_policy,
-            name="dense",
-        )
+        self.dense = self._dense(hidden_size, "dense", activation="tanh")
 
     def build(self, input_shape):
         self.dense.build((None, input_shape[-1]))
@@ -56,14 +49,9 @@ class BertPooler(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.hidden_size)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(ConfigLayer):
     """BERT's masked-LM head, computed only at the masked positions.
 
         h = LayerNorm(act(Dense(gather(sequence_output, positions))))
@@ -98,6 +86,8 @@ class MaskedLMHead(keras.layers.Layer):
         (2, 2, 100)
     """
 
+    _CONFIG_ARGS = ("activation", "initializer_range", "layer_norm_eps")
+
     def __init__(
         self,
         embedding_layer: BertEmbeddings,
@@ -112,16 +102,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.activation = activation
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.transform = keras.layers.Dense(
-            embedding_layer.hidden_size,
-            activation=get_activation(activation),
-            kernel_initializer=_initializer(initializer_range),
-            dtype=self.dtype_policy,
-            name="transform",
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm"
-        )
+        self.transform = self._dense(embedding_layer.hidden_size, "transform", activation=get_activation(activation))
+        self.layer_norm = self._layer_norm("layer_norm")
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
         if not self.embedding_layer.built:
@@ -152,12 +134,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            embedding_layer=keras.saving.serialize_keras_object(self.embedding_layer),
-            activation=self.activation,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
+        config.update(embedding_layer=keras.saving.serialize_keras_object(self.embedding_layer))
         return config
 
     @classmethod
@@ -168,7 +145,7 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class ClassificationHead(keras.layers.Layer):
+class ClassificationHead(ConfigLayer):
     """Dropout then a dense layer to `num_classes` logits, over the last axis.
 
     Used on the pooled output ([batch, H] -> [batch, num_classes]) for sentence tasks, on every
@@ -192,6 +169,8 @@ class ClassificationHead(keras.layers.Layer):
         (2, 3)
     """
 
+    _CONFIG_ARGS = ("num_classes", "dropout_rate", "initializer_range")
+
     def __init__(
         self, num_classes: int, dropout_rate: float = 0.1, initializer_range: float = 0.02, **kwargs
     ):
@@ -201,10 +180,8 @@ class ClassificationHead(keras.layers.Layer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
-        self.dense = keras.layers.Dense(
-            num_classes, kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy, name="dense"
-        )
+        self.dropout = self._dropout(dropout_rate, "dropout")
+        self.dense = self._dense(num_classes, "dense")
 
     def build(self, input_shape):
         self.dense.build(input_shape)
@@ -212,18 +189,20 @@ class ClassificationHead(keras.layers.Layer):
     def call(self, x, training=None):
         return ops.cast(self.dense(accelerated.dropout(self.dropout, x, training)), "float32")
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_classes=self.num_classes,
-            dropout_rate=self.dropout_rate,
-            initializer_range=self.initializer_range,
-        )
-        return config
+
+class _TwoLogitHead(ClassificationHead):
+    """A `ClassificationHead` with two logits and no dropout; its config is `initializer_range`."""
+
+    _CONFIG_ARGS = ("initializer_range",)
+
+    def __init__(self, initializer_range: float = 0.02, **kwargs):
+        kwargs.pop("num_classes", None)
+        kwargs.pop("dropout_rate", None)
+        super().__init__(num_classes=2, dropout_rate=0.0, initializer_range=initializer_range, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class NextSentenceHead(ClassificationHead):
+class NextSentenceHead(_TwoLogitHead):
     """BERT's next-sentence head: logits over {IsNext = 0, NotNext = 1} from the pooled output.
 
     Call args:
@@ -238,19 +217,9 @@ class NextSentenceHead(ClassificationHead):
         (2, 2)
     """
 
-    def __init__(self, initializer_range: float = 0.02, **kwargs):
-        kwargs.pop("num_classes", None)
-        kwargs.pop("dropout_rate", None)
-        super().__init__(num_classes=2, dropout_rate=0.0, initializer_range=initializer_range, **kwargs)
-
-    def get_config(self):
-        config = super().get_config()
-        del config["num_classes"], config["dropout_rate"]
-        return config
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class SpanHead(keras.layers.Layer):
+class SpanHead(_TwoLogitHead):
     """Start and end logits for extractive QA (SQuAD): one dense layer to 2 per position.
 
     Args:
@@ -268,21 +237,6 @@ class SpanHead(keras.layers.Layer):
         [(2, 5), (2, 5)]
     """
 
-    def __init__(self, initializer_range: float = 0.02, **kwargs):
-        super().__init__(**kwargs)
-        self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
-            2, kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy, name="dense"
-        )
-
-    def build(self, input_shape):
-        self.dense.build(input_shape)
-
-    def call(self, sequence_output):
-        logits = ops.cast(self.dense(sequence_output), "float32")
+    def call(self, sequence_output, training=None):
+        logits = super().call(sequence_output, training)
         return logits[..., 0], logits[..., 1]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(initializer_range=self.initializer_range)
-        return config

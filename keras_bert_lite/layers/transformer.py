@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_bert_lite.layers import accelerated, checks
 from keras_bert_lite.layers.activations import get_activation
+from keras_bert_lite.layers.base import ConfigLayer
 
 # Added to the attention scores of padding keys, as in the original BERT code; exp() of it is 0 in
 # float32, and the scores are float32 whatever the compute dtype.
@@ -17,7 +18,7 @@ _MASK_BIAS = -10000.0
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
-class TransformerEncoderBlock(keras.layers.Layer):
+class TransformerEncoderBlock(ConfigLayer):
     """One BERT encoder layer (post-LN):
 
         x = LayerNorm(x + Dropout(Dense(SelfAttention(x, mask))))
@@ -99,26 +100,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self._activation_fn = get_activation(activation)
-        policy = self.dtype_policy
-        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate, dtype=policy, name="attention_dropout")
-        self.attention_output_dropout = keras.layers.Dropout(
-            dropout_rate, dtype=policy, name="attention_output_dropout"
-        )
-        self.output_dropout = keras.layers.Dropout(dropout_rate, dtype=policy, name="output_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
-        )
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
-        )
-
-    def _dense(self, units: int, name: str) -> keras.layers.Dense:
-        return keras.layers.Dense(
-            units,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype=self.dtype_policy,
-            name=name,
-        )
+        self.attention_dropout = self._dropout(attention_dropout_rate, "attention_dropout")
+        self.attention_output_dropout = self._dropout(dropout_rate, "attention_output_dropout")
+        self.output_dropout = self._dropout(dropout_rate, "output_dropout")
+        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
+        self.output_layer_norm = self._layer_norm("output_layer_norm")
 
     def build(self, x_shape, attention_mask_shape=None, output_positions_shape=None):
         hidden_size = x_shape[-1]
@@ -202,8 +188,3 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if output_positions_shape is None:
             return x_shape
         return (x_shape[0], output_positions_shape[1], x_shape[2])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({name: getattr(self, name) for name in self._CONFIG_ARGS})
-        return config

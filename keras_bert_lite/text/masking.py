@@ -80,7 +80,10 @@ def mask_tokens(
         tf.maximum(1, tf.cast(tf.round(num_tokens * float(selection_rate)), tf.int32)),
     )
     if continuation_ids is None:
-        selected = _select_tokens(candidate, num_to_predict, select_seed)
+        # The `num_to_predict` candidates with the smallest random keys, per row.
+        keys = tf.where(candidate, tf.random.stateless_uniform(tf.shape(candidate), select_seed), 2.0)
+        rank = tf.argsort(tf.argsort(keys, axis=1, stable=True), axis=1, stable=True)
+        selected = tf.logical_and(candidate, rank < num_to_predict[:, tf.newaxis])
     else:
         continuation_ids = tf.constant(sorted({int(i) for i in continuation_ids}), tf.int64)
         is_continuation = tf.scatter_nd(
@@ -118,13 +121,6 @@ def mask_tokens(
         "masked_lm_ids": labels,
         "masked_lm_weights": tf.cast(weights, tf.float32),
     }
-
-
-def _select_tokens(candidate, num_to_predict, seed):
-    """The `num_to_predict` candidates with the smallest random keys, per row."""
-    keys = tf.where(candidate, tf.random.stateless_uniform(tf.shape(candidate), seed), 2.0)
-    rank = tf.argsort(tf.argsort(keys, axis=1, stable=True), axis=1, stable=True)
-    return tf.logical_and(candidate, rank < num_to_predict[:, tf.newaxis])
 
 
 def _select_whole_words(candidate, continuation, num_to_predict, seed):
@@ -200,6 +196,8 @@ class MaskedLMMasker(TextLayer):
         ['input_word_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights']
     """
 
+    _CONFIG_ARGS = (*_MASK_ARGS, "whole_word_masking", "seed")
+
     def __init__(
         self,
         vocab_size: int,
@@ -249,7 +247,6 @@ class MaskedLMMasker(TextLayer):
                 i for i, token in enumerate(self.vocabulary) if token.startswith(SUFFIX_INDICATOR)
             ]
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.built = True
 
     @classmethod
     def from_tokenizer(cls, tokenizer: BertTokenizer, **kwargs) -> MaskedLMMasker:
@@ -291,22 +288,7 @@ class MaskedLMMasker(TextLayer):
         arguments = {name: getattr(self, name) for name in _MASK_ARGS}
         return mask_tokens(input_word_ids, seed, continuation_ids=self._continuation_ids, **arguments)
 
-    def compute_output_spec(self, input_word_ids):
-        batch = input_word_ids.shape[0]
-        predictions = (batch, self.max_predictions_per_seq)
-        return {
-            "input_word_ids": keras.KerasTensor(input_word_ids.shape, dtype="int32"),
-            "masked_lm_positions": keras.KerasTensor(predictions, dtype="int32"),
-            "masked_lm_ids": keras.KerasTensor(predictions, dtype="int32"),
-            "masked_lm_weights": keras.KerasTensor(predictions, dtype="float32"),
-        }
-
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(
-            {name: getattr(self, name) for name in _MASK_ARGS},
-            whole_word_masking=self.whole_word_masking,
-            vocabulary=None if self.vocabulary is None else list(self.vocabulary),
-            seed=self.seed,
-        )
+        config.update(vocabulary=None if self.vocabulary is None else list(self.vocabulary))
         return config

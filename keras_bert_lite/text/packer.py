@@ -49,6 +49,8 @@ class BertPackInputs(TextLayer):
         [[0, 0, 0, 0, 1, 1, 1, 1]]
     """
 
+    _CONFIG_ARGS = ("seq_length", "start_of_sequence_id", "end_of_segment_id", "padding_id", "truncator")
+
     def __init__(
         self,
         seq_length: int,
@@ -59,7 +61,6 @@ class BertPackInputs(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.built = True
         if truncator not in _TRIMMERS:
             raise ValueError(
                 f"truncator must be one of {sorted(_TRIMMERS)}, got {truncator!r}."
@@ -151,22 +152,16 @@ class BertPackInputs(TextLayer):
 
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
-        shape = (first.shape[0], self.seq_length)
+        shape = (*first.shape[:1], self.seq_length)  # (seq_length,) for one unbatched example
         return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        names = ("seq_length", "start_of_sequence_id", "end_of_segment_id", "padding_id", "truncator")
-        config.update({name: getattr(self, name) for name in names})
-        return config
 
 
 def _check_same_batch_size(segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:
     """Fails clearly (at trace time when shapes are known) on mismatched batches."""
     sizes = [s.shape[0] for s in segments]
-    if None not in sizes and len(set(sizes)) > 1:
-        raise ValueError(f"All segments must have the same batch size, got {sizes}.")
-    if len(segments) == 1 or None not in sizes:
+    if None not in sizes:
+        if len(set(sizes)) > 1:
+            raise ValueError(f"All segments must have the same batch size, got {sizes}.")
         return segments
     with tf.control_dependencies([
         tf.debugging.assert_equal(

@@ -8,15 +8,9 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_bert_lite.text.packer import OUTPUT_NAMES, BertPackInputs
+from keras_bert_lite.text.packer import BertPackInputs
 from keras_bert_lite.text.text_layer import TextLayer
 from keras_bert_lite.text.tokenizer import BertTokenizer
-
-# The `BertTokenizer` arguments a `BertPreprocessor` passes on (and keeps in its config).
-_TOKENIZER_ARGS = (
-    "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
-    "preserve_unused_tokens",
-)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -27,16 +21,11 @@ class BertPreprocessor(TextLayer):
     model, and in an exported SavedModel.
 
     Args:
-        vocabulary: path of a `vocab.txt` or the list of tokens (see `BertTokenizer`).
+        vocabulary, lower_case, max_chars_per_token, strip_accents, special_tokens_in_strings,
+            preserve_unused_tokens: the `BertTokenizer` arguments.
         seq_length: length of the packed inputs, special tokens included; settable later, also
             under KerasHub's name `sequence_length`.
-        lower_case: `True` for uncased vocabularies (lower-case, and strip accents unless `strip_accents`
-            says otherwise).
-        truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"`.
-        max_chars_per_token: words longer than this become `[UNK]`.
-        strip_accents: see `BertTokenizer`; `None` follows `lower_case`.
-        special_tokens_in_strings: see `BertTokenizer`.
-        preserve_unused_tokens: see `BertTokenizer`.
+        truncator: `"round_robin"` (default, keeps every segment) or `"waterfall"` (see `BertPackInputs`).
         **kwargs: standard layer arguments.
 
     Call arguments:
@@ -72,7 +61,6 @@ class BertPreprocessor(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.built = True
         self.tokenizer = BertTokenizer(
             vocabulary,
             lower_case=lower_case,
@@ -119,13 +107,11 @@ class BertPreprocessor(TextLayer):
         return self.packer(segments if len(segments) > 1 else segments[0])
 
     def compute_output_spec(self, inputs):
-        first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        shape = (self.seq_length,) if len(first.shape) == 0 else (first.shape[0], self.seq_length)
-        return {name: keras.KerasTensor(shape, dtype="int32") for name in OUTPUT_NAMES}
+        return self.packer.compute_output_spec(inputs)
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({name: getattr(self.tokenizer, name) for name in _TOKENIZER_ARGS},
+        config.update({name: getattr(self.tokenizer, name) for name in BertTokenizer._CONFIG_ARGS},
                       seq_length=self.seq_length, truncator=self.packer.truncator)
         return config
 
@@ -134,17 +120,11 @@ def _as_string_segments(inputs) -> list[tf.Tensor]:
     """The call's inputs as a list of tf.string tensors, one per segment."""
     if isinstance(inputs, dict):
         raise TypeError("BertPreprocessor takes a string tensor or a tuple of string tensors, not a dict.")
-    if isinstance(inputs, (str, bytes)):
-        return [tf.constant(inputs, dtype=tf.string)]
     if isinstance(inputs, (list, tuple)) and all(isinstance(t, (str, bytes)) for t in inputs):
-        return [tf.constant(inputs, dtype=tf.string)]  # a plain list of texts is one batch
+        inputs = tf.constant(inputs, dtype=tf.string)  # a plain list of texts is one batch
     texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    if not texts:
-        raise ValueError("BertPreprocessor needs at least one string tensor.")
-    segments = []
-    for text in texts:
-        segment = tf.convert_to_tensor(text)
+    segments = [tf.convert_to_tensor(text) for text in texts]
+    for segment in segments:
         if segment.dtype != tf.string:
             raise TypeError(f"BertPreprocessor expects tf.string input, got {segment.dtype.name}.")
-        segments.append(segment)
     return segments

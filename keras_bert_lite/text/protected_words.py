@@ -102,15 +102,9 @@ class ProtectedWords:
             normalize_text(strings, lower_case=False, strip_accents=False), r"(?s).*\[unused.*"
         )
         slow = _regex_split(tf.where(by_word, strings, ""), self._split_pattern, self._keep_pattern)
-        fast_strings = tf.where(by_word, "", strings)
-        if self._special:
-            fast = _regex_split(fast_strings, _SPECIAL_PATTERN, _SPECIAL_PATTERN)
-        else:  # the whole row is one part (an empty row none)
-            lengths = tf.strings.length(fast_strings, unit="BYTE")
-            fast = tuple(
-                tf.RaggedTensor.from_tensor(column[:, tf.newaxis], lengths=tf.minimum(lengths, 1))
-                for column in (fast_strings, tf.zeros_like(lengths, tf.int64), tf.cast(lengths, tf.int64))
-            )
+        # Without special tokens, a pattern that never matches keeps each row whole (an empty row has no part).
+        special = _SPECIAL_PATTERN if self._special else "a^"
+        fast = _regex_split(tf.where(by_word, "", strings), special, special)
         # Every row's parts come from one of the two splits (the other has none): merge them by row.
         rows = tf.concat([slow[0].value_rowids(), fast[0].value_rowids()], axis=0)
         order = tf.argsort(rows, stable=True)

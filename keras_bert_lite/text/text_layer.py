@@ -6,13 +6,17 @@ one class sets the two private members Keras' own preprocessing layers (and Kera
 tests/test_keras_internals.py fails, naming the member, if a Keras release renames or ignores one.
 """
 
-import keras
+from keras_bert_lite.layers.base import ConfigLayer
 
 
-class TextLayer(keras.layers.Layer):
-    """A Keras layer whose `call` gets its inputs unconverted: strings, lists and ragged tensors."""
+class TextLayer(ConfigLayer):
+    """A Keras layer whose `call` gets its inputs unconverted: strings, lists and ragged tensors.
+
+    Built on construction: its tables come from its arguments, not from the input shapes.
+    """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        self.built = True
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True

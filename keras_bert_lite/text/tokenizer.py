@@ -30,7 +30,9 @@ from keras_bert_lite.text.vocab import (
 # tensorflow_text (~120 MB resident) is imported in the functions that use it, so that
 # `import keras_bert_lite` (e.g. for training from TFRecords) does not load it.
 
-def _as_string_batch(inputs) -> tf.Tensor:
+def _on_string_batch(inputs, tokenize):
+    """`tokenize(strings)` of `inputs` as tf.string [batch]; a scalar is tokenized as a batch of one,
+    and each result unbatched."""
     strings = tf.convert_to_tensor(inputs)
     if strings.dtype != tf.string:
         raise TypeError(f"BertTokenizer expects tf.string input, got {strings.dtype.name}.")
@@ -38,7 +40,9 @@ def _as_string_batch(inputs) -> tf.Tensor:
         raise ValueError(
             f"BertTokenizer expects a scalar or a [batch] vector of strings, got shape {strings.shape}."
         )
-    return strings
+    if strings.shape.rank == 0:
+        return tf.nest.map_structure(lambda t: t[0], tokenize(strings[tf.newaxis]))
+    return tokenize(strings)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -80,6 +84,11 @@ class BertTokenizer(TextLayer):
         [[5, 6, 8, 7, 9]]
     """
 
+    _CONFIG_ARGS = (
+        "vocabulary", "lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
+        "preserve_unused_tokens",
+    )
+
     def __init__(
         self,
         vocabulary: str | Sequence[str],
@@ -91,8 +100,6 @@ class BertTokenizer(TextLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.built = True
-
         if isinstance(vocabulary, (str, os.PathLike)):
             source = os.fspath(vocabulary)
             tokens = load_vocabulary(source)
@@ -162,10 +169,7 @@ class BertTokenizer(TextLayer):
         )
 
     def call(self, inputs):
-        strings = _as_string_batch(inputs)
-        if strings.shape.rank == 0:
-            return self.call(strings[tf.newaxis])[0]
-        return self._tokenize(strings, with_offsets=False)[0]
+        return _on_string_batch(inputs, lambda strings: self._tokenize(strings, with_offsets=False)[0])
 
     def tokenize_with_offsets(
         self, inputs
@@ -193,10 +197,7 @@ class BertTokenizer(TextLayer):
             >>> ids.to_list(), starts.to_list(), ends.to_list()
             ([[5, 6, 1]], [[0, 0, 6]], [[6, 6, 7]])
         """
-        strings = _as_string_batch(inputs)
-        if strings.shape.rank == 0:
-            return tuple(t[0] for t in self.tokenize_with_offsets(strings[tf.newaxis]))
-        return self._tokenize(strings, with_offsets=True)
+        return _on_string_batch(inputs, lambda strings: self._tokenize(strings, with_offsets=True))
 
     def _tokenize(self, strings: tf.Tensor, with_offsets: bool) -> tuple[tf.RaggedTensor, ...]:
         """(ids,) of strings [N]; with `with_offsets`, (ids, starts, ends): word spans in `strings`."""
@@ -205,13 +206,10 @@ class BertTokenizer(TextLayer):
         parts, part_starts, part_ends, protected = self._protected_words.split(strings)
         is_protected = protected >= 0
         pieces = self._word_pieces(tf.where(is_protected, "", parts.flat_values), with_offsets)
-        lengths = tf.cast(is_protected, tf.int64)
-        kept = [tf.RaggedTensor.from_row_lengths(tf.boolean_mask(protected, is_protected), lengths)]
+        keep = is_protected[:, tf.newaxis]
+        kept = [tf.ragged.boolean_mask(protected[:, tf.newaxis], keep)]
         if with_offsets:
-            kept += [
-                tf.RaggedTensor.from_row_lengths(tf.boolean_mask(offsets.flat_values, is_protected), lengths)
-                for offsets in (part_starts, part_ends)
-            ]
+            kept += [tf.ragged.boolean_mask(o.flat_values[:, tf.newaxis], keep) for o in (part_starts, part_ends)]
             pieces = (pieces[0], *(
                 offsets.with_flat_values(
                     offsets.flat_values + tf.gather(part_starts.flat_values, offsets.value_rowids())
@@ -248,7 +246,10 @@ class BertTokenizer(TextLayer):
         if not with_offsets:
             return pieces
         ids, starts, ends = pieces
-        starts, ends = self._word_spans(ids, starts, ends)
+        # Each piece gets the span of its word: the word's first start and last end.
+        word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids.flat_values), tf.int64)) - 1
+        starts = ids.with_flat_values(tf.gather(tf.math.segment_min(starts.flat_values, word), word))
+        ends = ids.with_flat_values(tf.gather(tf.math.segment_max(ends.flat_values, word), word))
         # Printable-ASCII rows keep their byte offsets through normalisation; only the others are mapped.
         mapped = tf.where(tf.gather(tf.logical_not(plain), ids.value_rowids()))
         spans = source_spans(
@@ -292,13 +293,6 @@ class BertTokenizer(TextLayer):
         redone = [tf.ragged.boolean_mask(r.with_flat_values(value), keep) for r, value in zip(redone, values)]
         return tuple(tf.gather(tf.concat([old, new], axis=0), source) for old, new in zip(pieces, redone))
 
-    def _word_spans(self, ids, starts, ends):
-        """Piece offsets [batch, (pieces)] -> the offsets of each piece's word (first start, last end)."""
-        word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids.flat_values), tf.int64)) - 1
-        first = tf.math.segment_min(starts.flat_values, word)
-        last = tf.math.segment_max(ends.flat_values, word)
-        return ids.with_flat_values(tf.gather(first, word)), ids.with_flat_values(tf.gather(last, word))
-
     def tokenize_words(self, inputs) -> tf.RaggedTensor:
         """Like `call`, but grouped by word.
 
@@ -309,10 +303,10 @@ class BertTokenizer(TextLayer):
             `tf.RaggedTensor` int32 of shape [batch, (words), (pieces)] (or [(words), (pieces)] for a
             scalar).
         """
-        strings = _as_string_batch(inputs)
-        if strings.shape.rank == 0:
-            return self.tokenize_words(strings[tf.newaxis])[0]
-        pieces = self.call(strings)
+        return _on_string_batch(inputs, self._words)
+
+    def _words(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        pieces = self._tokenize(strings, with_offsets=False)[0]
         starts = pieces.with_flat_values(tf.gather(self._starts_word, pieces.flat_values))
         words = tf.RaggedTensor.from_row_starts(
             pieces.flat_values, tf.where(starts.flat_values)[:, 0], validate=False
@@ -340,10 +334,3 @@ class BertTokenizer(TextLayer):
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[0], None), dtype="int32", ragged=True)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        options = ("lower_case", "max_chars_per_token", "strip_accents", "special_tokens_in_strings",
-                   "preserve_unused_tokens")
-        config.update({name: getattr(self, name) for name in options}, vocabulary=self.vocabulary)
-        return config

@@ -127,13 +127,6 @@ def wordpiece_trie_tokens(tokens: Sequence[str], max_chars_per_token: int, sourc
     return [*trie_tokens, _NEVER_MATCHES]
 
 
-def _vocab_learner():
-    """tensorflow_text's WordPiece vocabulary learner, imported on use (~120 MB resident)."""
-    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
-
-    return bert_vocab_from_dataset
-
-
 def build_vocab(
     corpus: Iterable[str] | tf.data.Dataset,
     vocab_size: int = 8000,
@@ -197,7 +190,10 @@ def build_vocab(
     )
     if next(iter(texts.take(1)), None) is None:
         raise ValueError("The corpus is empty: it contains no words to learn a vocabulary from.")
-    vocab = _vocab_learner().bert_vocab_from_dataset(
+    # tensorflow_text's learner, imported on use (~120 MB resident).
+    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as learner
+
+    vocab = learner.bert_vocab_from_dataset(
         texts.batch(_BATCH_SIZE).prefetch(tf.data.AUTOTUNE),
         vocab_size=vocab_size,
         reserved_tokens=reserved_tokens,
