@@ -70,8 +70,7 @@ class BertFeatureExtractor(TextTaskModel):
         if combine not in COMBINE_MODES:
             raise ValueError(f"BertFeatureExtractor: combine must be one of {COMBINE_MODES}, got {combine!r}.")
         inputs = encoder_inputs()
-        # One call of the encoder. Inside a tf.function (`predict`, serving) Grappler folds these
-        # slices of its stacked `encoder_outputs` into the layers' own tensors: no copy.
+        # One call; in a tf.function Grappler folds these slices of the stack into the layers' tensors.
         encoder_outputs = encoder(inputs)["encoder_outputs"]
         layers = [encoder_outputs[i] for i in layer_indices]
         if combine == "concat":
