@@ -70,12 +70,13 @@ class BertFeatureExtractor(TextTaskModel):
         if combine not in COMBINE_MODES:
             raise ValueError(f"BertFeatureExtractor: combine must be one of {COMBINE_MODES}, got {combine!r}.")
         inputs = encoder_inputs()
-        encoder_outputs = encoder(inputs)["encoder_outputs"]  # one call: every layer's output
+        # One call; in a tf.function Grappler folds these slices of the stack into the layers' tensors.
+        encoder_outputs = encoder(inputs)["encoder_outputs"]
         layers = [encoder_outputs[i] for i in layer_indices]
         if combine == "concat":
-            features = ops.concatenate(layers, axis=-1) if len(layers) > 1 else layers[0]
+            features = ops.concatenate(layers, axis=-1)
         else:
-            features = ops.sum(ops.stack(layers, axis=0), axis=0)
+            features = sum(layers[1:], start=layers[0])
             if combine == "mean":
                 features = features / len(layers)
         kwargs.setdefault("name", "bert_feature_extractor")

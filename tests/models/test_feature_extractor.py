@@ -51,17 +51,24 @@ def test_single_layer_and_round_trip(encoder, inputs, tmp_path):
     np.testing.assert_array_equal(model(inputs, training=False), loaded(inputs, training=False))
 
 
-def _matmuls(model, inputs) -> int:
+def _ops(model, inputs, types=("MatMul", "BatchMatMulV2")) -> int:
     graph = tf.function(lambda: model(inputs, training=False)).get_concrete_function().graph
-    return sum(op.type in ("MatMul", "BatchMatMulV2") for op in graph.get_operations())
+    return sum(op.type in types for op in graph.get_operations())
 
 
 def test_the_encoder_runs_once_whatever_the_number_of_layers(encoder, inputs):
     """The traced graph holds the encoder's matrix products once, not once per requested layer."""
-    once = _matmuls(encoder, inputs)
+    once = _ops(encoder, inputs)
     assert once > 0
     for layer_indices in [(-1,), (-1, -2, -3, -4), (0, 0, 1)]:
-        assert _matmuls(BertFeatureExtractor(encoder, layer_indices=layer_indices), inputs) == once
+        assert _ops(BertFeatureExtractor(encoder, layer_indices=layer_indices), inputs) == once
+
+
+@pytest.mark.parametrize("combine", ["sum", "mean"])
+def test_sum_and_mean_stack_no_copy_of_the_layers(encoder, inputs, combine):
+    """Adds the layers one to another: no stacking (Pack) beyond what the encoder itself does."""
+    extractor = BertFeatureExtractor(encoder, layer_indices=(0, 1, 3), combine=combine)
+    assert _ops(extractor, inputs, ("Pack",)) == _ops(encoder, inputs, ("Pack",))
 
 
 @pytest.mark.parametrize(
