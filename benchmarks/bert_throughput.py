@@ -449,20 +449,21 @@ def run_worker(spec: str) -> dict:
     }
     if mode == "features":  # after the memory readings, which stay the extractor's alone
         encoder_step = tf_step(library, config, "infer", batch, xla=xla, bf16=bf16)
-        result["over_encoder"] = extractor_over_encoder(step, encoder_step)
+        result["over_encoder"] = extractor_over_encoder(step, encoder_step, FLAGS.steps, FLAGS.warmup)
     if library != "hf":  # one more ceiling sample, right after a TensorFlow row
         result["ceilings"] = matmul_ceilings()
     return result
 
 
-def extractor_over_encoder(extractor_step, encoder_step) -> float:
+def extractor_over_encoder(extractor_step, encoder_step, steps: int, warmup: int) -> float:
     """The extractor's step time over the encoder's alone, the two run in turns (one step each,
-    `--steps` turns) in one process, each one's fastest step kept: load from elsewhere only ever adds
-    time, so it skews neither, whereas the two rows' own times come from separate processes at
-    different moments of a shared machine (enough to move their ratio by 20 %)."""
-    for _ in range(FLAGS.warmup):
+    `steps` turns, after `warmup` steps of the encoder; the extractor's are done) in one process,
+    each one's fastest step kept: load from elsewhere only ever adds time, so it skews neither,
+    whereas the two rows' own times come from separate processes at different moments of a shared
+    machine (enough to move their ratio by 20 %)."""
+    for _ in range(warmup):
         encoder_step()
-    turns = [(_time(extractor_step, 1, 0), _time(encoder_step, 1, 0)) for _ in range(FLAGS.steps)]
+    turns = [(_time(extractor_step, 1, 0), _time(encoder_step, 1, 0)) for _ in range(steps)]
     return min(extractor for extractor, _ in turns) / min(encoder for _, encoder in turns)
 
 

@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 from unittest import mock
 
 import pytest
@@ -120,3 +121,19 @@ def test_our_rows_build_and_run_a_step(bert_throughput, mode):
     """Each of ours' rows builds its step (the model, and for training the optimizer) and runs it once."""
     step = bert_throughput.tf_step("ours", "small", mode, batch=2, xla=False)
     assert step() is not None
+
+
+def test_extractor_over_encoder_times_the_two_steps_in_turns_and_keeps_each_ones_fastest(bert_throughput):
+    calls, slow_first = [], iter([0.3])
+
+    def extractor():
+        calls.append("extractor")
+        time.sleep(next(slow_first, 0.02))  # one slow step (load from elsewhere): not the one kept
+
+    def encoder():
+        calls.append("encoder")
+        time.sleep(0.01)
+
+    ratio = bert_throughput.extractor_over_encoder(extractor, encoder, steps=3, warmup=1)
+    assert calls == ["encoder"] + ["extractor", "encoder"] * 3
+    assert 1.5 < ratio < 2.5, ratio
