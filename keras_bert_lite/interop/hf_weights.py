@@ -49,15 +49,6 @@ def _read_pytorch(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _index_shards(index: str) -> list[str]:
-    """The shard files a `model.safetensors.index.json` names."""
-    weight_map = read_json_file(index, "Safetensors index")
-    weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-        raise ValueError(f"{index}: not a safetensors index (needs a 'weight_map' of tensor name -> file name).")
-    return sorted(set(weight_map.values()))
-
-
 def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray], str]:
     """Reads all tensors of a Hugging Face folder, as saved (original names, [out, in] weights).
 
@@ -78,8 +69,13 @@ def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray]
     if os.path.isfile(single):
         return _read_safetensors(single), single
     if os.path.isfile(index):
+        weight_map = read_json_file(index, "Safetensors index")
+        weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise ValueError(
+                f"{index}: not a safetensors index (needs a 'weight_map' of tensor name -> file name).")
         weights = {}
-        for shard in _index_shards(index):
+        for shard in sorted(set(weight_map.values())):
             path = os.path.join(directory, shard)
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"{index} names the shard {shard}, which is not in {directory}.")

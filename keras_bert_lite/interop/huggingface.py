@@ -30,7 +30,6 @@ from keras_bert_lite.interop.hf_weights import SAFETENSORS_NAME, normalize_names
 from keras_bert_lite.interop.mapping import is_pretrainer, weight_specs
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
-    FolderVocabulary,
     VocabularySource,
     model_config,
     publishing,
@@ -116,14 +115,6 @@ def read_hf_config(directory: str | os.PathLike) -> BertConfig:
     return bert_config_from_hf(read_json_file(path, "Hugging Face config"), source=path)
 
 
-def _config_mismatches(checkpoint: BertConfig, model: BertConfig, source: str) -> list[str]:
-    return [
-        f"{field} is {getattr(checkpoint, field)!r} in {source} but {getattr(model, field)!r} in the model"
-        for field in _SHAPELESS_FIELDS
-        if getattr(checkpoint, field) != getattr(model, field)
-    ]
-
-
 def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict: bool = True) -> LoadReport:
     """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`.
 
@@ -152,16 +143,21 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
         CheckpointMismatchError: (a ValueError) in strict mode, a mismatch.
     """
     directory = os.fspath(directory)
-    checkpoint_config = read_hf_config(directory)
+    theirs, ours = read_hf_config(directory), model_config(model)
     weights, source = read_hf_weights(directory)
     weights = normalize_names(weights)
+    mismatches = [
+        f"{field} is {getattr(theirs, field)!r} in {CONFIG_NAME} but {getattr(ours, field)!r} in the model"
+        for field in _SHAPELESS_FIELDS
+        if getattr(theirs, field) != getattr(ours, field)
+    ]
     return restore_weights(
         weight_specs(model, "hf"),
         {name: value.shape for name, value in weights.items()},
         weights.__getitem__,
         strict=strict,
         source=source,
-        config_mismatches=_config_mismatches(checkpoint_config, model_config(model), CONFIG_NAME),
+        config_mismatches=mismatches,
     )
 
 
@@ -180,25 +176,6 @@ def read_hf_lower_case(directory: str | os.PathLike) -> bool:
     if not isinstance(lower_case, bool):
         raise ValueError(f"{path}: expected a JSON object whose do_lower_case is true or false.")
     return lower_case
-
-
-def hf_tokenizer_config(vocab: FolderVocabulary, config: BertConfig) -> dict[str, Any]:
-    """`tokenizer_config.json` for `transformers.AutoTokenizer`: a `BertTokenizer` with `vocab`'s casing.
-
-    `strip_accents` None means "as `do_lower_case`", which is what our tokenizer does.
-    """
-    return {
-        "tokenizer_class": "BertTokenizer",
-        "do_lower_case": vocab.lower_case,
-        "strip_accents": None,
-        "tokenize_chinese_chars": True,
-        "model_max_length": config.max_position_embeddings,
-        "unk_token": "[UNK]",
-        "sep_token": "[SEP]",
-        "pad_token": "[PAD]",
-        "cls_token": "[CLS]",
-        "mask_token": "[MASK]",
-    }
 
 
 def _json_text(values: dict[str, Any]) -> str:
@@ -255,7 +232,19 @@ def save_hf_checkpoint(
     else:
         hf_config["pad_token_id"] = vocab.tokens.index("[PAD]")
         files[VOCAB_NAME] = vocab.text
-        files[TOKENIZER_CONFIG_NAME] = _json_text(hf_tokenizer_config(vocab, config))
+        # transformers' BertTokenizer; strip_accents None means "as do_lower_case", as ours does.
+        files[TOKENIZER_CONFIG_NAME] = _json_text({
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": vocab.lower_case,
+            "strip_accents": None,
+            "tokenize_chinese_chars": True,
+            "model_max_length": config.max_position_embeddings,
+            "unk_token": "[UNK]",
+            "sep_token": "[SEP]",
+            "pad_token": "[PAD]",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+        })
     files[CONFIG_NAME] = _json_text(hf_config)
     with publishing(directory, files):
         pass

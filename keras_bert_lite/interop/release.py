@@ -32,15 +32,12 @@ def model_config(model: keras.Model) -> BertConfig:
     return model.encoder.config if is_pretrainer(model) else model.config
 
 
-def _is_special(token: str) -> bool:
-    return token.startswith("[") and token.endswith("]")
-
-
 def lower_case_from_vocabulary(tokens: Sequence[str]) -> bool:
     """Whether a vocabulary is uncased: it is cased if any token other than the bracketed special
     ones (`[CLS]`, `[unused0]`, ...) has an upper-case letter, which lower-cased text could never
     reach."""
-    return not any(token != token.lower() for token in tokens if not _is_special(token))
+    return not any(token != token.lower() for token in tokens
+                   if not (token.startswith("[") and token.endswith("]")))
 
 
 def lower_case_for_folder(directory: str, tokens: Sequence[str]) -> bool:

@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import urllib.parse
-from collections.abc import Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -32,7 +31,6 @@ def get_strategy(
     name: str,
     tpu_address: str | None = None,
     num_gpus: int | None = None,
-    devices: Sequence[str] | None = None,
     all_reduce: str = "auto",
 ) -> tf.distribute.Strategy:
     """Creates the distribution strategy called `name`.
@@ -50,8 +48,6 @@ def get_strategy(
             "tpu": TPUStrategy; the TPU is located, checked for reachability and initialised.
         tpu_address: for "tpu": a TPU name, "local" on a TPU VM, or "grpc://host:port".
         num_gpus: for "mirrored" and "one_device": how many local GPUs to use (default all).
-        devices: for "mirrored": explicit device names (e.g. ["/cpu:0", "/cpu:1"]); overrides
-            `num_gpus`.
         all_reduce: for "multi_worker": collective implementation, "auto", "ring" or "nccl".
 
     Returns:
@@ -78,7 +74,7 @@ def get_strategy(
         gpus = gpus[:num_gpus]
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0] if gpus else "/cpu:0")
-    strategy = tf.distribute.MirroredStrategy(devices=list(devices) if devices else gpus or None)
+    strategy = tf.distribute.MirroredStrategy(devices=gpus or None)
     logging.info("MirroredStrategy over %s.", strategy.extended.worker_devices)
     return strategy
 

@@ -28,7 +28,7 @@ from absl import logging
 
 from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoop
-from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints, check_finite
+from keras_bert_lite.training.run_checkpoints import NonFiniteLossError, TrainingCheckpoints
 
 CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
@@ -139,14 +139,18 @@ def run_pretraining(
             write_text_atomically(evaluations_file, json.dumps(evaluations, indent=1) + "\n")
         logging.info("step %d: evaluation %s.", step, results)
 
-    check_gradients = not loop.loss_scaling
+    # Under dynamic loss scaling a non-finite gradient norm only skips the step, by design.
+    checked = ("loss",) if loop.loss_scaling else ("loss", "gradient_norm")
     while step < num_train_steps:
         num_steps = min(steps_per_loop, num_train_steps - step,
                         *(every - step % every for every in (save_checkpoints_steps, eval_every_steps)))
         began = time.perf_counter()
         history = loop.train(iterator, num_steps)
         durations.append((time.perf_counter() - began, num_steps))
-        check_finite(history, step + 1, last_checkpoint, check_gradients=check_gradients)
+        for i in range(num_steps):
+            for name in checked:
+                if not np.isfinite(history[name][i]):
+                    raise NonFiniteLossError(step + 1 + i, f"{name} is {history[name][i]}", last_checkpoint)
         examples_per_second = loop.global_batch_size * num_steps / durations[-1][0]
         for i in range(num_steps):
             _write_scalars(writer, {name: history[name][i] for name in STAT_NAMES}, step + 1 + i)
