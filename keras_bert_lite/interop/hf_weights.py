@@ -1,9 +1,5 @@
-"""The tensors of a Hugging Face folder, as saved: `model.safetensors`, a sharded safetensors index,
-or `pytorch_model.bin` (read so that it cannot run code).
-
-Names are those of the file (`bert.`-prefixed for `BertForPreTraining`) until `normalize_names`
-brings `BertModel` and `BertForPreTraining` files to one form.
-"""
+"""The tensors of a Hugging Face folder as saved (`read_hf_weights`), with the file's names until
+`normalize_names` brings `BertModel` and `BertForPreTraining` files to one form."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Hugging Face BERT folders (`config.json` + `model.safetensors`): load, save, build.
+"""Hugging Face BERT folders (`config.json` + `model.safetensors`): configs, load, save.
 
-Reads `BertModel` names (`embeddings.*`, `encoder.layer.N.*`, `pooler.*`) and
-`BertForPreTraining` names (the same under `bert.`, plus `cls.predictions.*` and
-`cls.seq_relationship.*`). PyTorch `nn.Linear` weights are [out, in] and are transposed.
-
-`from_checkpoint` and `from_hf_checkpoint` (`keras_bert_lite.models`) build
-a model from such a folder with these functions.
+`from_checkpoint` and `from_hf_checkpoint` (`keras_bert_lite.models`) build a model from such a
+folder with these functions; names and layouts are in `keras_bert_lite.interop.mapping`.
 
 Example:
 
@@ -116,22 +112,13 @@ def read_hf_config(directory: str | os.PathLike) -> BertConfig:
 
 
 def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict: bool = True) -> LoadReport:
-    """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`.
+    """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`, as
+    `load_google_checkpoint` loads Google's (`model`, `strict` and the sliced tables alike).
 
-    Reads `config.json` and `model.safetensors` (or a sharded safetensors index, or
-    `pytorch_model.bin` when torch is installed, read with `torch.load(weights_only=True)` so the
-    file cannot run code). Names may come from `BertModel` or `BertForPreTraining` (with or
-    without the `bert.` prefix). Position/segment tables larger than the model's are sliced to
-    their first rows (reported under `sliced`). Besides shapes, the settings shapes cannot reveal
-    (`num_attention_heads`, `hidden_act` with HF's "gelu" = our "gelu_exact", `layer_norm_eps`)
-    must agree with `config.json`.
-
-    Args:
-        model: a built `BertEncoder` or `BertPretrainer`.
-        directory: the Hugging Face model folder.
-        strict: when True (default) any missing, unexpected or mismatched tensor or setting raises
-            `CheckpointMismatchError` naming it, and nothing is assigned; when False what fits is
-            loaded and the rest is reported (e.g. an encoder from a `BertForPreTraining` folder).
+    Reads `config.json` and the weights `read_hf_weights` finds, with `BertModel` or
+    `BertForPreTraining` names (with or without `bert.`). Besides shapes, the settings shapes
+    cannot reveal (`num_attention_heads`, `hidden_act` with HF's "gelu" = our "gelu_exact",
+    `layer_norm_eps`) must agree with `config.json`.
 
     Returns:
         A `LoadReport` (names as in the file, without `bert.`).
@@ -196,16 +183,13 @@ def save_hf_checkpoint(
     `BertModel.from_pretrained(folder)` (or `BertForPreTraining`) work, as does
     `from_hf_checkpoint(folder)`. A `BertEncoder` is written as a `BertModel` (unprefixed names); a
     `BertPretrainer` as a `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not
-    duplicated). Every file is written under a temporary name and renamed into place, `config.json`
-    last, so an interrupted save leaves the previous files, never half of them. Hugging Face's
-    tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
+    duplicated). Files are published as by `save_google_checkpoint`, `config.json` last. Hugging
+    Face's tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
 
     Args:
-        model: a `BertEncoder` or `BertPretrainer`.
+        model, vocabulary, lower_case: as for `save_google_checkpoint` (`lower_case` is
+            `do_lower_case`); without a vocabulary no tokenizer files are written.
         directory: output folder (local or `tf.io.gfile`; created if needed).
-        vocabulary: the `vocab.txt` to write: a path, a list of tokens, a `BertTokenizer` or a
-            `BertPreprocessor`. Without one no tokenizer files are written (a warning says so).
-        lower_case: `do_lower_case` (None: the tokenizer's, or inferred from the tokens).
 
     Returns:
         The folder written.

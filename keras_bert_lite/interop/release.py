@@ -1,10 +1,6 @@
-"""What a release folder holds besides the weights: the model's config, its vocabulary and casing.
-
-Both checkpoint formats ship a `vocab.txt` next to the weights; the readers build a
-`BertPreprocessor` from it, and the writers take the vocabulary as a `vocab.txt` path, a list of
-tokens, a `BertTokenizer` or a `BertPreprocessor` (the last two also know their casing), check it
-against the model and publish every file of the folder atomically.
-"""
+"""What a release folder holds besides the weights: the model's config and the `vocab.txt` both
+checkpoint formats ship, with its casing; read into a `BertPreprocessor` (`make_preprocessor`), or
+checked (`resolve_vocabulary`) and published atomically (`publishing`) by the writers."""
 
 from __future__ import annotations
 

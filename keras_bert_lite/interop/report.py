@@ -1,10 +1,5 @@
-"""Matching checkpoint tensors to model weights, and reporting what did not match.
-
-Both checkpoint formats funnel through `restore_weights`: it compares every expected name and
-shape with what the checkpoint holds, builds a `LoadReport` (missing, unexpected, shape-mismatched
-and sliced tensors, by name), raises `CheckpointMismatchError` in strict mode before touching any
-weight, and otherwise assigns every tensor that fits.
-"""
+"""Matching checkpoint tensors to model weights (`restore_weights`, through which both checkpoint
+formats load), and reporting what did not match (`LoadReport`, `CheckpointMismatchError`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,15 @@
-"""`RebuiltModel`: models that `.keras` files rebuild through their constructor, edits included."""
+"""Models that `.keras` files rebuild through their constructor, edits included: `RebuiltModel`, and
+`EncoderTaskModel` for the models that hold a `BertEncoder`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import keras
+import tensorflow as tf
+
+from keras_bert_lite.models.saving import save_model
 
 
 class RebuiltModel(keras.Model):
@@ -83,3 +88,44 @@ def _serialize_edit(edit: dict, model_name: str) -> dict:
     if edit.get("config") is not None:
         edit["config"] = keras.saving.serialize_keras_object(edit["config"])
     return edit
+
+
+class EncoderTaskModel(RebuiltModel):
+    """A functional model that calls a `BertEncoder` (held as `self.encoder`) as one nested model.
+
+    Serializes the encoder (nested) plus the constructor arguments named in `CONFIG_ARGS`, read
+    back from attributes of the same names, so `.keras` files rebuild the model through its
+    constructor (which re-ties any heads to the encoder's layers) and then load the weights.
+    `save` leaves the optimizer's state out unless asked (`keras_bert_lite.models.saving`).
+    """
+
+    CONFIG_ARGS: tuple[str, ...] = ()
+
+    def constructor_config(self) -> dict:
+        config = {"encoder": keras.saving.serialize_keras_object(self.encoder)}
+        for name in self.CONFIG_ARGS:
+            value = getattr(self, name)
+            config[name] = list(value) if isinstance(value, tuple) else value
+        return config
+
+    @classmethod
+    def from_constructor_config(cls, config: dict) -> EncoderTaskModel:
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+    def save(self, filepath, overwrite: bool = True, **kwargs):
+        """`keras.Model.save`, without the optimizer's state unless `include_optimizer=True`:
+        `.keras` files are written by `keras_bert_lite.models.saving.save_model` (see why there);
+        other formats and arguments go to Keras.
+
+        Raises:
+            FileExistsError: `overwrite=False` and `filepath` exists.
+        """
+        path = os.fspath(filepath)
+        include_optimizer = kwargs.pop("include_optimizer", False)
+        if not path.endswith(".keras") or kwargs:
+            return super().save(filepath, overwrite=overwrite, include_optimizer=include_optimizer, **kwargs)
+        if not overwrite and tf.io.gfile.exists(path):
+            raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
+        save_model(self, path, include_optimizer=include_optimizer)

@@ -56,9 +56,8 @@ def run_pretraining(
     """Trains `loop.model` to `num_train_steps`, resuming from `model_dir` if it has checkpoints.
 
     Every `steps_per_loop` steps (one `tf.function` call) the driver checks the losses for
-    NaN/Inf, writes TensorBoard scalars (`loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,
-    `nsp_accuracy`, `learning_rate`, `gradient_norm` per step, `examples_per_second` per loop)
-    and advances the progress bar (step, loss, accuracies, examples/s, time remaining). A
+    NaN/Inf, writes TensorBoard scalars (the `STAT_NAMES` per step, `examples_per_second` per
+    loop) and advances the progress bar (step, loss, accuracies, examples/s, time remaining). A
     checkpoint is written every `save_checkpoints_steps` steps and at the end; with
     `evaluate_fn`, the model is evaluated every `eval_every_steps` steps and at the end, and
     the evaluation's scalars go to `summaries/eval` (next to `summaries/train`, so TensorBoard
@@ -128,8 +127,10 @@ def run_pretraining(
         bar.update(start)
     step, last_checkpoint, durations, stats = start, checkpoints.latest, [], {}
     evaluations_file = os.path.join(model_dir, EVALUATIONS_FILE)
-    evaluations = [e for e in _read_evaluations(evaluations_file) if evaluate_fn is not None
-                   and (e["step"] < start or e["step"] == start < num_train_steps)]
+    evaluations = []
+    if evaluate_fn is not None and tf.io.gfile.exists(evaluations_file):
+        with tf.io.gfile.GFile(evaluations_file) as f:
+            evaluations = [e for e in json.load(f) if e["step"] < start or e["step"] == start < num_train_steps]
 
     def evaluate() -> None:
         results = evaluate_fn(step)
@@ -183,13 +184,6 @@ def run_pretraining(
     if evaluate_fn is not None:
         result["evaluations"] = evaluations
     return result
-
-
-def _read_evaluations(path: str) -> list[dict]:
-    if not tf.io.gfile.exists(path):
-        return []
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
 
 
 def _write_scalars(writer, scalars: dict[str, float], step: int) -> None:

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import keras
@@ -104,9 +105,8 @@ class PretrainingLoop:
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.micro_batch_size = global_batch_size // (replicas * gradient_accumulation_steps)
         self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-        inner = optimizer.inner_optimizer if self.loss_scaling else optimizer
-        self._inner_optimizer = inner
-        self.clip_norm = inner.global_clipnorm
+        self._inner_optimizer = optimizer.inner_optimizer if self.loss_scaling else optimizer
+        self.clip_norm = self._inner_optimizer.global_clipnorm
         with strategy.scope():
             self.global_step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
@@ -114,8 +114,8 @@ class PretrainingLoop:
             )
             optimizer.build(model.trainable_variables)
         self._micro_step = tf.function(self._micro_gradients, jit_compile=jit_compile or None)
-        self._train_fn = tf.function(lambda it, n: self._run_steps(self._replica_train_step, it, n))
-        self._eval_fn = tf.function(lambda it, n: self._run_steps(self._replica_eval_step, it, n))
+        self._train_fn = tf.function(functools.partial(self._run_steps, self._replica_train_step))
+        self._eval_fn = tf.function(functools.partial(self._run_steps, self._replica_eval_step))
 
     def distribute(self, dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]):
         """Distributes per-input-pipeline datasets (`strategy.distribute_datasets_from_function`).
@@ -163,12 +163,8 @@ class PretrainingLoop:
 
     def _global_totals(self, labels):
         """(sum of masked_lm_weights, number of examples) over the global batch."""
-        local = tf.stack(
-            [
-                tf.reduce_sum(tf.cast(labels["masked_lm_weights"], tf.float32)),
-                tf.cast(tf.shape(labels["masked_lm_weights"])[0], tf.float32),
-            ]
-        )
+        weights = tf.cast(labels["masked_lm_weights"], tf.float32)
+        local = tf.stack([tf.reduce_sum(weights), tf.cast(tf.shape(weights)[0], tf.float32)])
         if self.strategy.num_replicas_in_sync > 1:
             local = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, local)
         return local[0], local[1]

@@ -158,19 +158,18 @@ def checkpoint_source(path: str) -> str:
         ValueError: `path` is a file of another kind (e.g. a `.keras` name on a file that is not
             a zip archive), naming it.
     """
-    if tf.io.gfile.isdir(path) or not tf.io.gfile.exists(path):
-        if path.endswith(".keras"):
-            raise FileNotFoundError(f"No such .keras file: {path}")
-        return resolve_checkpoint_prefix(path)
+    is_file = tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
     if path.endswith(".keras"):
+        if not is_file:
+            raise FileNotFoundError(f"No such .keras file: {path}")
         with tf.io.gfile.GFile(path, "rb") as f:
             if f.read(4) != b"PK\x03\x04":  # a zip archive's first bytes
                 raise ValueError(f"{path} is not a .keras file (Keras writes a zip archive).")
         return path
-    if path.endswith(".index") or ".data-" in os.path.basename(path):
-        return resolve_checkpoint_prefix(path)
-    raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, a "
-                     "checkpoint prefix or a folder holding one).")
+    if is_file and not (path.endswith(".index") or ".data-" in os.path.basename(path)):
+        raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, a "
+                         "checkpoint prefix or a folder holding one).")
+    return resolve_checkpoint_prefix(path)
 
 
 def restore_model_weights(model: BertPretrainer, path: str) -> str:
