@@ -224,7 +224,7 @@ def export_encoder(encoder: BertEncoder, preprocessor, export_dir: str | os.Path
     ids = tf.TensorSpec([None, None], tf.int32)
 
     def encode(input_word_ids, input_mask, input_type_ids):  # encoder_outputs is one [L, B, S, H] tensor
-        inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
+        inputs = dict(input_word_ids=input_word_ids, input_mask=input_mask, input_type_ids=input_type_ids)
         return encoder(inputs, training=False)
 
     def serve(text):

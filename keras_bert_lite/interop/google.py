@@ -181,10 +181,8 @@ def save_google_checkpoint(
             )
         files[VOCAB_NAME] = vocab.text
     files[CONFIG_NAME] = json.dumps(google_config, indent=2, sort_keys=True) + "\n"
-    tensors = []
-    for spec in specs:
-        value = keras.ops.convert_to_numpy(spec.variable)
-        tensors.append(tf.constant(value.T if spec.transpose else value))
+    values = [keras.ops.convert_to_numpy(spec.variable) for spec in specs]
+    tensors = [tf.constant(value.T if spec.transpose else value) for spec, value in zip(specs, values)]
     with publishing(directory, files), atomic_write(path, suffixes=BUNDLE_SUFFIXES) as (temporary,):
         tf.raw_ops.SaveV2(
             prefix=temporary,

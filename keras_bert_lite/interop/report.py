@@ -54,8 +54,7 @@ class LoadReport:
             allowed_unexpected: name prefixes whose unused tensors are not a problem (e.g. the
                 pre-training heads when loading an encoder).
         """
-        allowed = tuple(allowed_unexpected)
-        unexpected = [n for n in self.unexpected if not n.startswith(allowed)] if allowed else list(self.unexpected)
+        unexpected = [n for n in self.unexpected if not n.startswith(tuple(allowed_unexpected))]
         lines = []
         if self.config_mismatches:
             lines.append(f"config differs ({len(self.config_mismatches)}): {_listing(self.config_mismatches)}")

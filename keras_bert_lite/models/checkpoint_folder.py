@@ -54,9 +54,8 @@ from keras_bert_lite.interop import (
     read_hf_lower_case,
     resolve_checkpoint_prefix,
 )
-from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
 from keras_bert_lite.interop.hub import hub_folder
-from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME
+from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME, WEIGHT_NAMES
 from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES, is_pretrainer
 from keras_bert_lite.interop.release import (
     lower_case_for_folder,
@@ -71,7 +70,6 @@ from keras_bert_lite.text.tokenizer import load_vocabulary
 KERAS_ENCODER_NAME = "encoder.keras"
 GOOGLE_CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
-_HF_WEIGHT_NAMES = (SAFETENSORS_NAME, SAFETENSORS_INDEX_NAME, PYTORCH_NAME)
 MODEL_KINDS = ("encoder", "pretrainer")
 
 
@@ -224,7 +222,7 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     names = {name.rstrip("/") for name in tf.io.gfile.listdir(directory)}
     if KERAS_ENCODER_NAME in names:
         return "keras", os.path.join(directory, KERAS_ENCODER_NAME)
-    weights = [name for name in _HF_WEIGHT_NAMES if name in names]
+    weights = [name for name in WEIGHT_NAMES if name in names]
     if CONFIG_NAME in names and weights:
         return "hugging_face", os.path.join(directory, weights[0])
     if GOOGLE_CONFIG_NAME in names:
@@ -232,7 +230,7 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     shown = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "") if names else "nothing"
     raise ValueError(
         f"{directory} is not a BERT checkpoint folder: expected {KERAS_ENCODER_NAME} (ours), {CONFIG_NAME} with "
-        f"{SAFETENSORS_NAME} or {PYTORCH_NAME} (Hugging Face), or {GOOGLE_CONFIG_NAME} with bert_model.ckpt.* "
+        f"{' or '.join(WEIGHT_NAMES)} (Hugging Face), or {GOOGLE_CONFIG_NAME} with bert_model.ckpt.* "
         f"(Google); it holds {shown}."
     )
 

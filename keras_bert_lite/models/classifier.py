@@ -30,8 +30,8 @@ class ClassificationTaskModel(TextTaskModel):
                 raise ValueError(f"{model_name}: label_names must be a list of strings, got {label_names!r}.")
             label_names = tuple(label_names)
             if len(label_names) != num_classes or len(set(label_names)) != len(label_names):
-                raise ValueError(f"{model_name}: label_names must name each of the {num_classes} classes once, "
-                                 f"got {list(label_names)}.")
+                raise ValueError(f"{model_name}: label_names must name each of the {num_classes} classes "
+                                 f"once, got {list(label_names)}.")
         if activation not in (None, "softmax"):
             raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
         inputs = encoder_inputs()

@@ -84,7 +84,8 @@ class BertSpanLabeler(TextTaskModel):
             )
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
             raise ValueError(f"{self.name}: x must be (questions, contexts), two lists of strings.")
-        questions, contexts = (_strings(column, name) for column, name in zip(x, ("questions", "contexts")))
+        questions, contexts = ([text.decode("utf-8") for text in text_column(column, name).numpy()]
+                               for column, name in zip(x, ("questions", "contexts")))
         if not len(questions) == len(contexts) == len(y):
             raise ValueError(f"{self.name}: {len(questions)} questions, {len(contexts)} contexts and {len(y)} "
                              "answers; give one context and one answer (or None) per question.")
@@ -170,11 +171,6 @@ class BertSpanLabeler(TextTaskModel):
                                                    found["answer_end"].numpy(), found["score"].numpy())
             ]
         return results
-
-
-def _strings(column, name: str) -> list[str]:
-    """A list of Python strings from a list or array of str/bytes."""
-    return [text.decode("utf-8") for text in text_column(column, name).numpy()]
 
 
 def _question_entry(index: int, question: str, answer) -> dict:

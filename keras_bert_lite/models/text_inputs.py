@@ -200,7 +200,8 @@ def _per_example(values, name: str, count: int, dtype: str | None = None, num_cl
     """Labels or weights as numpy arrays with `count` rows (dicts and tuples elementwise), labels
     checked against `num_classes` when given."""
     if isinstance(values, Mapping):
-        return {key: _per_example(v, f"{name}[{key!r}]", count, dtype, num_classes) for key, v in values.items()}
+        return {key: _per_example(v, f"{name}[{key!r}]", count, dtype, num_classes)
+                for key, v in values.items()}
     if isinstance(values, tuple) and values and not np.isscalar(values[0]):
         return tuple(_per_example(v, f"{name}[{i}]", count, dtype, num_classes) for i, v in enumerate(values))
     array = values.numpy() if tf.is_tensor(values) else np.asarray(values)

@@ -130,7 +130,8 @@ def run_pretraining(
     evaluations = []
     if evaluate_fn is not None and tf.io.gfile.exists(evaluations_file):
         with tf.io.gfile.GFile(evaluations_file) as f:
-            evaluations = [e for e in json.load(f) if e["step"] < start or e["step"] == start < num_train_steps]
+            evaluations = [e for e in json.load(f)
+                           if e["step"] < start or e["step"] == start < num_train_steps]
 
     def evaluate() -> None:
         results = evaluate_fn(step)

@@ -40,12 +40,10 @@ class NonFiniteLossError(FloatingPointError):
     def __init__(self, step: int, what: str, last_checkpoint: str | None):
         self.step = step
         self.last_checkpoint = last_checkpoint
-        kept = (
-            f"The last good checkpoint {last_checkpoint} is kept; lower the learning rate or check the input "
-            "data, then rerun to resume from it."
-            if last_checkpoint
-            else "No checkpoint was written before it."
-        )
+        kept = "No checkpoint was written before it."
+        if last_checkpoint:
+            kept = (f"The last good checkpoint {last_checkpoint} is kept; lower the learning rate or check "
+                    "the input data, then rerun to resume from it.")
         super().__init__(f"Training stopped: {what} at step {step}. {kept}")
 
 
@@ -83,20 +81,19 @@ class TrainingCheckpoints:
         max_to_keep: int = 5,
     ):
         self.directory = directory
-        self.saves_iterator = isinstance(iterator, tf.__internal__.tracking.Trackable)
+        self.saves_iterator = isinstance(iterator, tf.data.Iterator)  # not a distributed iterator
         trackables = dict(model=model, optimizer=optimizer, global_step=global_step)
         if self.saves_iterator:
             trackables["iterator"] = iterator
         self.checkpoint = tf.train.Checkpoint(**trackables)
         self._global_step = global_step
         self._is_chief = strategy.extended.should_checkpoint
-        write_directory = directory
+        self._write_directory = directory
         if not self._is_chief:
             task_id = strategy.cluster_resolver.task_id
-            write_directory = os.path.join(directory, f".worker_{task_id}_scratch")
-        self._write_directory = write_directory
+            self._write_directory = os.path.join(directory, f".worker_{task_id}_scratch")
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, write_directory, max_to_keep=max_to_keep,
+            self.checkpoint, self._write_directory, max_to_keep=max_to_keep,
             step_counter=global_step, checkpoint_name=_CHECKPOINT_NAME,
         )
 
@@ -167,8 +164,8 @@ def checkpoint_source(path: str) -> str:
                 raise ValueError(f"{path} is not a .keras file (Keras writes a zip archive).")
         return path
     if is_file and not (path.endswith(".index") or ".data-" in os.path.basename(path)):
-        raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, a "
-                         "checkpoint prefix or a folder holding one).")
+        raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, "
+                         "a checkpoint prefix or a folder holding one).")
     return resolve_checkpoint_prefix(path)
 
 
