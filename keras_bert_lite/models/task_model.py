@@ -18,9 +18,6 @@ from keras_bert_lite.models.text_inputs import holds_text
 from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamW
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
-# The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
-DEFAULT_LEARNING_RATE = 5e-5
-
 
 def default_optimizer() -> keras.optimizers.Optimizer:
     """The optimizer of `compile(optimizer="auto")`: BERT's AdamW at a constant learning rate.
@@ -31,7 +28,8 @@ def default_optimizer() -> keras.optimizers.Optimizer:
     the same rate. For BERT's linear warmup and decay to 0 over a known number of steps, compile
     with `keras_bert_lite.create_optimizer(init_lr, num_train_steps, num_warmup_steps)`.
     """
-    optimizer = AdamW(DEFAULT_LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    # The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
+    optimizer = AdamW(5e-5, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=list(DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY))  # LayerNorm, biases
     return optimizer
 

@@ -32,8 +32,6 @@ import tensorflow as tf
 
 from keras_bert_lite.data.glue import check_labels
 
-_STRING_KINDS = "USO"  # numpy dtype kinds that may hold text: unicode, bytes, object
-
 
 def holds_text(x) -> bool:
     """Whether `x` is raw text to preprocess rather than model inputs, by the data's dtype.
@@ -205,7 +203,7 @@ def _per_example(values, name: str, count: int, dtype: str | None = None, num_cl
     if isinstance(values, tuple) and values and not np.isscalar(values[0]):
         return tuple(_per_example(v, f"{name}[{i}]", count, dtype, num_classes) for i, v in enumerate(values))
     array = values.numpy() if tf.is_tensor(values) else np.asarray(values)
-    if array.dtype.kind in _STRING_KINDS:
+    if array.dtype.kind in "USO":  # numpy dtype kinds that may hold text: unicode, bytes, object
         raise ValueError(
             f"{name} holds {array.ravel()[:1].tolist()[0]!r} and the like; labels must be numbers: class ids (int) or "
             "values (float). Map label names to ids first, e.g. [names.index(label) for label in y]."

@@ -100,8 +100,7 @@ class TrainingCheckpoints:
     @property
     def latest(self) -> str | None:
         """Path prefix of the newest checkpoint in `directory` (None if there is none)."""
-        candidates = self._candidates()
-        return candidates[0] if candidates else None
+        return next(iter(self._candidates()), None)
 
     def save(self) -> str | None:
         """Writes `ckpt-<global_step>`; returns its path on the chief (None on other workers)."""
