@@ -40,7 +40,7 @@ from keras_bert_lite.atomic import write_text_atomically  # noqa: E402
 from keras_bert_lite.config import BertConfig  # noqa: E402
 from keras_bert_lite.models.checkpoint_folder import from_checkpoint  # noqa: E402
 from keras_bert_lite.models.encoder import BertEncoder  # noqa: E402
-from keras_bert_lite.models.saving import save_model  # noqa: E402
+from keras_bert_lite.models.rebuild import save_model  # noqa: E402
 from keras_bert_lite.optimization import create_optimizer  # noqa: E402
 from keras_bert_lite.text.preprocessor import BertPreprocessor  # noqa: E402
 from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints  # noqa: E402
@@ -162,7 +162,7 @@ class KeepBest(keras.callbacks.Callback):
     """Evaluates after every epoch and saves the model when the main metric improves.
 
     The metrics join the epoch's logs as `val_<name>` (progress bar, TensorBoard). The model is
-    saved without its optimizer (`keras_bert_lite.models.saving.save_model`). With
+    saved without its optimizer (`keras_bert_lite.models.rebuild.save_model`). With
     `history_path`, the evaluations so far are kept there (atomically), so a resumed run knows
     the best score reached before it.
 

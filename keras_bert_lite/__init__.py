@@ -49,8 +49,12 @@ from keras_bert_lite.models import (
     span_loss,
     text_dataset,
 )
-from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
-from keras_bert_lite.models.release_folders import from_google_checkpoint, from_hf_checkpoint
+from keras_bert_lite.models.checkpoint_folder import (
+    find_checkpoint,
+    from_checkpoint,
+    from_google_checkpoint,
+    from_hf_checkpoint,
+)
 from keras_bert_lite.optimization import AdamW, WarmupLinearDecay, create_optimizer
 from keras_bert_lite.text import (
     BertPackInputs,

@@ -209,13 +209,9 @@ def export_encoder(encoder: BertEncoder, preprocessor, export_dir: str | os.Path
         raise TypeError(f"export_encoder exports a BertEncoder, got {type(encoder).__name__}.")
     ids = tf.TensorSpec([None, None], tf.int32)
 
-    def encode(input_word_ids, input_mask, input_type_ids):
-        outputs = encoder(
-            {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids},
-            training=False,
-        )
-        # encoder_outputs is already one [L, B, S, H] tensor.
-        return {name: outputs[name] for name in ("sequence_output", "pooled_output", "encoder_outputs")}
+    def encode(input_word_ids, input_mask, input_type_ids):  # encoder_outputs is one [L, B, S, H] tensor
+        inputs = dict(input_word_ids=input_word_ids, input_mask=input_mask, input_type_ids=input_type_ids)
+        return encoder(inputs, training=False)
 
     def serve(text):
         outputs = encoder(preprocessor(text), training=False)

@@ -119,23 +119,19 @@ def create_optimizer(
     optimizer does not); this only changes the size of the first few hundred updates.
 
     Args:
-        init_lr: peak learning rate (BERT pre-training: 1e-4; fine-tuning: 2e-5 to 5e-5).
-        num_train_steps: total optimizer steps; the learning rate reaches 0 there.
-        num_warmup_steps: steps of linear warmup from 0 to `init_lr`.
+        init_lr, num_train_steps, num_warmup_steps: the `WarmupLinearDecay` schedule (BERT's
+            peak rate: 1e-4 for pre-training; 2e-5 to 5e-5 for fine-tuning).
         weight_decay_rate: decoupled weight decay (0.01 in BERT); 0 disables it.
         optimizer_type: "adamw" or "lamb" (LAMB for very large batches).
         beta_1, beta_2, epsilon: Adam moments' decay rates and epsilon (0.9, 0.999, 1e-6 in BERT).
-        clipnorm: global gradient-norm clip (1.0 in BERT); None or 0 disables it. Under a
-            multi-replica `tf.distribute` strategy Keras would clip each replica's partial
-            gradient before the all-reduce, so the distributed pre-training loop takes this
-            value over and clips the all-reduced gradient itself (see `PretrainingLoop`).
+        clipnorm: global gradient-norm clip (1.0 in BERT); None or 0 disables it. Under several
+            replicas `PretrainingLoop` applies it to the all-reduced gradient (see there).
         exclude_from_weight_decay: regexes matched (`re.search`) against each variable's own
             name; matching variables get no weight decay. The default excludes LayerNorm
             (`gamma`, `beta`) and all biases (`bias`, `output_bias`).
 
     Returns:
-        An `AdamW` (a `keras.optimizers.AdamW`) or a `keras.optimizers.Lamb`; its
-        `learning_rate` is the schedule evaluated at `optimizer.iterations`.
+        An `AdamW` or a `keras.optimizers.Lamb`, whose `learning_rate` is the schedule.
 
     Raises:
         ValueError: naming the argument, for an unknown `optimizer_type`, a negative weight

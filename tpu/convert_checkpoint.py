@@ -56,7 +56,7 @@ from keras_bert_lite.interop.release import (
     resolve_vocabulary,
 )
 from keras_bert_lite.models import BertEncoder, BertPretrainer
-from keras_bert_lite.models.release_folders import model_builder
+from keras_bert_lite.models.checkpoint_folder import model_builder
 from keras_bert_lite.text import load_vocabulary
 
 FLAGS = flags.FLAGS

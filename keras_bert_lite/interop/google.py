@@ -42,11 +42,6 @@ BUNDLE_SUFFIXES = (".data-00000-of-00001", ".index")
 _READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, RuntimeError)
 
 
-def _skipped(name: str) -> bool:
-    """Optimizer state, never part of the model: Adam slots and the step counter."""
-    return name == "global_step" or name.endswith(("/adam_m", "/adam_v"))
-
-
 def resolve_checkpoint_prefix(path: str | os.PathLike) -> str:
     """Returns the checkpoint prefix (`.../bert_model.ckpt`) for a prefix, file or directory.
 
@@ -107,10 +102,10 @@ def load_google_checkpoint(model: keras.Model, ckpt_path: str | os.PathLike, str
     prefix = resolve_checkpoint_prefix(ckpt_path)
     try:
         reader = tf.train.load_checkpoint(prefix)
-        shapes = {
+        shapes = {  # without the optimizer state, never part of the model: Adam slots and the step counter
             name: tuple(shape)
             for name, shape in reader.get_variable_to_shape_map().items()
-            if not _skipped(name)
+            if name != "global_step" and not name.endswith(("/adam_m", "/adam_v"))
         }
     except _READ_ERRORS as e:
         raise ValueError(f"Cannot read TF checkpoint {prefix} (truncated or corrupt?): {e}") from None
@@ -186,10 +181,8 @@ def save_google_checkpoint(
             )
         files[VOCAB_NAME] = vocab.text
     files[CONFIG_NAME] = json.dumps(google_config, indent=2, sort_keys=True) + "\n"
-    tensors = []
-    for spec in specs:
-        value = keras.ops.convert_to_numpy(spec.variable)
-        tensors.append(tf.constant(value.T if spec.transpose else value))
+    values = [keras.ops.convert_to_numpy(spec.variable) for spec in specs]
+    tensors = [tf.constant(value.T if spec.transpose else value) for spec, value in zip(specs, values)]
     with publishing(directory, files), atomic_write(path, suffixes=BUNDLE_SUFFIXES) as (temporary,):
         tf.raw_ops.SaveV2(
             prefix=temporary,

@@ -19,8 +19,12 @@ from __future__ import annotations
 import os
 import re
 
-from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_NAME
-from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME
+from keras_bert_lite.interop.huggingface import (
+    CONFIG_NAME,
+    PYTORCH_NAME,
+    SAFETENSORS_NAME,
+    TOKENIZER_CONFIG_NAME,
+)
 from keras_bert_lite.interop.release import VOCAB_NAME
 
 HUB_PREFIX = "hf://"

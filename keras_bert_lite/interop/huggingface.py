@@ -1,11 +1,9 @@
-"""Hugging Face BERT folders (`config.json` + `model.safetensors`): load, save, build.
+"""Hugging Face BERT folders (`config.json` + `model.safetensors`): configs, tensors, load, save.
 
-Reads `BertModel` names (`embeddings.*`, `encoder.layer.N.*`, `pooler.*`) and
-`BertForPreTraining` names (the same under `bert.`, plus `cls.predictions.*` and
-`cls.seq_relationship.*`). PyTorch `nn.Linear` weights are [out, in] and are transposed.
-
-`from_checkpoint` and `from_hf_checkpoint` (`keras_bert_lite.models`) build
-a model from such a folder with these functions.
+`from_checkpoint` and `from_hf_checkpoint` (`keras_bert_lite.models`) build a model from such a
+folder with these functions; names and layouts are in `keras_bert_lite.interop.mapping`. The
+tensors are read as saved (`read_hf_weights`), with the file's names until `normalize_names`
+brings `BertModel` and `BertForPreTraining` files to one form.
 
 Example:
 
@@ -21,16 +19,15 @@ from typing import Any
 
 import keras
 import numpy as np
+import safetensors
 import safetensors.numpy
 import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.config import BertConfig, read_json_file
-from keras_bert_lite.interop.hf_weights import SAFETENSORS_NAME, normalize_names, read_hf_weights
 from keras_bert_lite.interop.mapping import is_pretrainer, weight_specs
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
-    FolderVocabulary,
     VocabularySource,
     model_config,
     publishing,
@@ -40,6 +37,10 @@ from keras_bert_lite.interop.report import LoadReport, restore_weights
 
 CONFIG_NAME = "config.json"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+SAFETENSORS_NAME = "model.safetensors"
+SAFETENSORS_INDEX_NAME = "model.safetensors.index.json"
+PYTORCH_NAME = "pytorch_model.bin"
+WEIGHT_NAMES = (SAFETENSORS_NAME, SAFETENSORS_INDEX_NAME, PYTORCH_NAME)  # as `read_hf_weights` looks
 
 # Hugging Face `hidden_act` -> ours. HF's "gelu" is the exact erf form; its tanh approximations
 # ("gelu_new", "gelu_pytorch_tanh") are BERT's original GELU, our "gelu".
@@ -60,6 +61,99 @@ _HF_DEFAULTS = BertConfig().to_dict()
 
 # Settings that change the computation without changing any weight's shape.
 _SHAPELESS_FIELDS = ("num_attention_heads", "hidden_act", "layer_norm_eps")
+
+
+def _read_safetensors(path: str) -> dict[str, np.ndarray]:
+    try:
+        return safetensors.numpy.load_file(path)
+    except (safetensors.SafetensorError, OSError, ValueError) as e:
+        raise ValueError(f"Cannot read {path} (truncated or corrupt?): {e}") from None
+
+
+def _read_pytorch(path: str) -> dict[str, np.ndarray]:
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"{path} is a PyTorch file; reading it needs torch (or use model.safetensors).") from None
+    try:
+        # weights_only=True: unpickling may only rebuild tensors, never run code.
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises assorted types for bad or unsafe pickles
+        raise ValueError(f"Cannot read {path} as a PyTorch state dict: {e}") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} holds a {type(state).__name__}, not a state dict of tensors.")
+    out = {}
+    for name, tensor in state.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{path}: entry {name!r} is a {type(tensor).__name__}, not a tensor.")
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        out[name] = tensor.detach().numpy()
+    return out
+
+
+def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray], str]:
+    """Reads all tensors of a Hugging Face folder, as saved (original names, [out, in] weights).
+
+    Looks for `model.safetensors`, then a sharded `model.safetensors.index.json`, then
+    `pytorch_model.bin` (only if torch is installed; read with `weights_only=True`).
+
+    Returns:
+        (name -> numpy array, path of what was read).
+
+    Raises:
+        FileNotFoundError: none of these files exist, or a shard the index names is missing.
+        ValueError: naming the file, when it cannot be read.
+    """
+    directory = os.fspath(directory)
+    single = os.path.join(directory, SAFETENSORS_NAME)
+    index = os.path.join(directory, SAFETENSORS_INDEX_NAME)
+    pytorch = os.path.join(directory, PYTORCH_NAME)
+    if os.path.isfile(single):
+        return _read_safetensors(single), single
+    if os.path.isfile(index):
+        weight_map = read_json_file(index, "Safetensors index")
+        weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise ValueError(
+                f"{index}: not a safetensors index (needs a 'weight_map' of tensor name -> file name).")
+        weights = {}
+        for shard in sorted(set(weight_map.values())):
+            path = os.path.join(directory, shard)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"{index} names the shard {shard}, which is not in {directory}.")
+            weights.update(_read_safetensors(path))
+        return weights, index
+    if os.path.isfile(pytorch):
+        return _read_pytorch(pytorch), pytorch
+    raise FileNotFoundError(
+        f"No Hugging Face weights in {directory}: expected {SAFETENSORS_NAME}, {SAFETENSORS_INDEX_NAME} "
+        f"or {PYTORCH_NAME}."
+    )
+
+
+def normalize_names(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """BertModel and BertForPreTraining names in one form: no `bert.` prefix, LayerNorm
+    weight/bias (older files say gamma/beta), without buffers and tied copies."""
+    out = {}
+    for name, value in weights.items():
+        if name.startswith("bert."):
+            name = name[len("bert."):]
+        if ".LayerNorm." in name or name.startswith("LayerNorm."):
+            name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        out[name] = value
+    out.pop("embeddings.position_ids", None)  # a buffer of 0..P-1, not a weight
+    # The MLM decoder is tied to the word embeddings and its bias to cls.predictions.bias; drop
+    # the copies some files hold, keep anything that differs so it is reported.
+    if "cls.predictions.decoder.bias" in out and "cls.predictions.bias" not in out:
+        out["cls.predictions.bias"] = out.pop("cls.predictions.decoder.bias")
+    for copy, original in (
+        ("cls.predictions.decoder.weight", "embeddings.word_embeddings.weight"),
+        ("cls.predictions.decoder.bias", "cls.predictions.bias"),
+    ):
+        if copy in out and original in out and np.array_equal(out[copy], out[original]):
+            del out[copy]
+    return out
 
 
 def bert_config_from_hf(values: dict[str, Any], source: str = CONFIG_NAME) -> BertConfig:
@@ -116,31 +210,14 @@ def read_hf_config(directory: str | os.PathLike) -> BertConfig:
     return bert_config_from_hf(read_json_file(path, "Hugging Face config"), source=path)
 
 
-def _config_mismatches(checkpoint: BertConfig, model: BertConfig, source: str) -> list[str]:
-    return [
-        f"{field} is {getattr(checkpoint, field)!r} in {source} but {getattr(model, field)!r} in the model"
-        for field in _SHAPELESS_FIELDS
-        if getattr(checkpoint, field) != getattr(model, field)
-    ]
-
-
 def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict: bool = True) -> LoadReport:
-    """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`.
+    """Loads a Hugging Face BERT folder into a `BertEncoder` or `BertPretrainer`, as
+    `load_google_checkpoint` loads Google's (`model`, `strict` and the sliced tables alike).
 
-    Reads `config.json` and `model.safetensors` (or a sharded safetensors index, or
-    `pytorch_model.bin` when torch is installed, read with `torch.load(weights_only=True)` so the
-    file cannot run code). Names may come from `BertModel` or `BertForPreTraining` (with or
-    without the `bert.` prefix). Position/segment tables larger than the model's are sliced to
-    their first rows (reported under `sliced`). Besides shapes, the settings shapes cannot reveal
-    (`num_attention_heads`, `hidden_act` with HF's "gelu" = our "gelu_exact", `layer_norm_eps`)
-    must agree with `config.json`.
-
-    Args:
-        model: a built `BertEncoder` or `BertPretrainer`.
-        directory: the Hugging Face model folder.
-        strict: when True (default) any missing, unexpected or mismatched tensor or setting raises
-            `CheckpointMismatchError` naming it, and nothing is assigned; when False what fits is
-            loaded and the rest is reported (e.g. an encoder from a `BertForPreTraining` folder).
+    Reads `config.json` and the weights `read_hf_weights` finds, with `BertModel` or
+    `BertForPreTraining` names (with or without `bert.`). Besides shapes, the settings shapes
+    cannot reveal (`num_attention_heads`, `hidden_act` with HF's "gelu" = our "gelu_exact",
+    `layer_norm_eps`) must agree with `config.json`.
 
     Returns:
         A `LoadReport` (names as in the file, without `bert.`).
@@ -152,16 +229,21 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
         CheckpointMismatchError: (a ValueError) in strict mode, a mismatch.
     """
     directory = os.fspath(directory)
-    checkpoint_config = read_hf_config(directory)
+    theirs, ours = read_hf_config(directory), model_config(model)
     weights, source = read_hf_weights(directory)
     weights = normalize_names(weights)
+    mismatches = [
+        f"{field} is {getattr(theirs, field)!r} in {CONFIG_NAME} but {getattr(ours, field)!r} in the model"
+        for field in _SHAPELESS_FIELDS
+        if getattr(theirs, field) != getattr(ours, field)
+    ]
     return restore_weights(
         weight_specs(model, "hf"),
         {name: value.shape for name, value in weights.items()},
         weights.__getitem__,
         strict=strict,
         source=source,
-        config_mismatches=_config_mismatches(checkpoint_config, model_config(model), CONFIG_NAME),
+        config_mismatches=mismatches,
     )
 
 
@@ -182,25 +264,6 @@ def read_hf_lower_case(directory: str | os.PathLike) -> bool:
     return lower_case
 
 
-def hf_tokenizer_config(vocab: FolderVocabulary, config: BertConfig) -> dict[str, Any]:
-    """`tokenizer_config.json` for `transformers.AutoTokenizer`: a `BertTokenizer` with `vocab`'s casing.
-
-    `strip_accents` None means "as `do_lower_case`", which is what our tokenizer does.
-    """
-    return {
-        "tokenizer_class": "BertTokenizer",
-        "do_lower_case": vocab.lower_case,
-        "strip_accents": None,
-        "tokenize_chinese_chars": True,
-        "model_max_length": config.max_position_embeddings,
-        "unk_token": "[UNK]",
-        "sep_token": "[SEP]",
-        "pad_token": "[PAD]",
-        "cls_token": "[CLS]",
-        "mask_token": "[MASK]",
-    }
-
-
 def _json_text(values: dict[str, Any]) -> str:
     return json.dumps(values, indent=2, sort_keys=True) + "\n"
 
@@ -219,16 +282,13 @@ def save_hf_checkpoint(
     `BertModel.from_pretrained(folder)` (or `BertForPreTraining`) work, as does
     `from_hf_checkpoint(folder)`. A `BertEncoder` is written as a `BertModel` (unprefixed names); a
     `BertPretrainer` as a `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not
-    duplicated). Every file is written under a temporary name and renamed into place, `config.json`
-    last, so an interrupted save leaves the previous files, never half of them. Hugging Face's
-    tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
+    duplicated). Files are published as by `save_google_checkpoint`, `config.json` last. Hugging
+    Face's tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
 
     Args:
-        model: a `BertEncoder` or `BertPretrainer`.
+        model, vocabulary, lower_case: as for `save_google_checkpoint` (`lower_case` is
+            `do_lower_case`); without a vocabulary no tokenizer files are written.
         directory: output folder (local or `tf.io.gfile`; created if needed).
-        vocabulary: the `vocab.txt` to write: a path, a list of tokens, a `BertTokenizer` or a
-            `BertPreprocessor`. Without one no tokenizer files are written (a warning says so).
-        lower_case: `do_lower_case` (None: the tokenizer's, or inferred from the tokens).
 
     Returns:
         The folder written.
@@ -255,7 +315,19 @@ def save_hf_checkpoint(
     else:
         hf_config["pad_token_id"] = vocab.tokens.index("[PAD]")
         files[VOCAB_NAME] = vocab.text
-        files[TOKENIZER_CONFIG_NAME] = _json_text(hf_tokenizer_config(vocab, config))
+        # transformers' BertTokenizer; strip_accents None means "as do_lower_case", as ours does.
+        files[TOKENIZER_CONFIG_NAME] = _json_text({
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": vocab.lower_case,
+            "strip_accents": None,
+            "tokenize_chinese_chars": True,
+            "model_max_length": config.max_position_embeddings,
+            "unk_token": "[UNK]",
+            "sep_token": "[SEP]",
+            "pad_token": "[PAD]",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+        })
     files[CONFIG_NAME] = _json_text(hf_config)
     with publishing(directory, files):
         pass

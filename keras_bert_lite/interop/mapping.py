@@ -69,10 +69,6 @@ def is_pretrainer(model: keras.Model) -> bool:
     return all(hasattr(model, name) for name in ("encoder", "masked_lm", "next_sentence"))
 
 
-def _is_encoder(model: keras.Model) -> bool:
-    return all(hasattr(model, name) for name in ("config", "embeddings", "transformer_layers", "pooler"))
-
-
 def _encoder_rows(encoder: keras.Model) -> list[_Row]:
     emb = encoder.embeddings
     rows: list[_Row] = [
@@ -132,22 +128,13 @@ def weight_specs(model: keras.Model, fmt: str) -> list[WeightSpec]:
     """
     if fmt not in FORMATS:
         raise ValueError(f"Unknown checkpoint format {fmt!r}; expected one of {FORMATS}.")
-    if is_pretrainer(model) and _is_encoder(model.encoder):
-        rows = _encoder_rows(model.encoder) + _head_rows(model)
-    elif _is_encoder(model):
-        rows = _encoder_rows(model)
-    else:
+    encoder = model.encoder if is_pretrainer(model) else model
+    if not all(hasattr(encoder, name) for name in ("config", "embeddings", "transformer_layers", "pooler")):
         raise TypeError(
             f"Expected a BertEncoder or BertPretrainer, got {type(model).__name__}; to initialise a "
             "task model, load the checkpoint into its `.encoder`."
         )
+    rows = _encoder_rows(encoder) + (_head_rows(model) if encoder is not model else [])
     google = fmt == "google"
-    return [
-        WeightSpec(
-            name=google_name if google else hf_name,
-            variable=variable,
-            transpose=google_t if google else hf_t,
-            sliceable=sliceable,
-        )
-        for variable, google_name, hf_name, google_t, hf_t, sliceable in rows
-    ]
+    return [WeightSpec(google_name if google else hf_name, variable, google_t if google else hf_t, sliceable)
+            for variable, google_name, hf_name, google_t, hf_t, sliceable in rows]

@@ -1,10 +1,6 @@
-"""What a release folder holds besides the weights: the model's config, its vocabulary and casing.
-
-Both checkpoint formats ship a `vocab.txt` next to the weights; the readers build a
-`BertPreprocessor` from it, and the writers take the vocabulary as a `vocab.txt` path, a list of
-tokens, a `BertTokenizer` or a `BertPreprocessor` (the last two also know their casing), check it
-against the model and publish every file of the folder atomically.
-"""
+"""What a release folder holds besides the weights: the model's config and the `vocab.txt` both
+checkpoint formats ship, with its casing; read into a `BertPreprocessor` (`make_preprocessor`), or
+checked (`resolve_vocabulary`) and published atomically (`publishing`) by the writers."""
 
 from __future__ import annotations
 
@@ -32,15 +28,12 @@ def model_config(model: keras.Model) -> BertConfig:
     return model.encoder.config if is_pretrainer(model) else model.config
 
 
-def _is_special(token: str) -> bool:
-    return token.startswith("[") and token.endswith("]")
-
-
 def lower_case_from_vocabulary(tokens: Sequence[str]) -> bool:
     """Whether a vocabulary is uncased: it is cased if any token other than the bracketed special
     ones (`[CLS]`, `[unused0]`, ...) has an upper-case letter, which lower-cased text could never
     reach."""
-    return not any(token != token.lower() for token in tokens if not _is_special(token))
+    return not any(token != token.lower() for token in tokens
+                   if not (token.startswith("[") and token.endswith("]")))
 
 
 def lower_case_for_folder(directory: str, tokens: Sequence[str]) -> bool:

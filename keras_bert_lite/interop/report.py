@@ -1,10 +1,5 @@
-"""Matching checkpoint tensors to model weights, and reporting what did not match.
-
-Both checkpoint formats funnel through `restore_weights`: it compares every expected name and
-shape with what the checkpoint holds, builds a `LoadReport` (missing, unexpected, shape-mismatched
-and sliced tensors, by name), raises `CheckpointMismatchError` in strict mode before touching any
-weight, and otherwise assigns every tensor that fits.
-"""
+"""Matching checkpoint tensors to model weights (`restore_weights`, through which both checkpoint
+formats load), and reporting what did not match (`LoadReport`, `CheckpointMismatchError`)."""
 
 from __future__ import annotations
 
@@ -59,8 +54,7 @@ class LoadReport:
             allowed_unexpected: name prefixes whose unused tensors are not a problem (e.g. the
                 pre-training heads when loading an encoder).
         """
-        allowed = tuple(allowed_unexpected)
-        unexpected = [n for n in self.unexpected if not n.startswith(allowed)] if allowed else list(self.unexpected)
+        unexpected = [n for n in self.unexpected if not n.startswith(tuple(allowed_unexpected))]
         lines = []
         if self.config_mismatches:
             lines.append(f"config differs ({len(self.config_mismatches)}): {_listing(self.config_mismatches)}")
@@ -104,16 +98,6 @@ class CheckpointMismatchError(ValueError):
         )
 
 
-def _fits(spec: WeightSpec, shape: Shape) -> str:
-    """'exact', 'sliced' or 'mismatch' for a checkpoint tensor of `shape`."""
-    want = spec.checkpoint_shape
-    if shape == want:
-        return "exact"
-    if spec.sliceable and len(shape) == len(want) == 2 and shape[1] == want[1] and shape[0] > want[0]:
-        return "sliced"
-    return "mismatch"
-
-
 def restore_weights(
     specs: Sequence[WeightSpec],
     shapes: Mapping[str, Shape],
@@ -147,13 +131,13 @@ def restore_weights(
         if spec.name not in shapes:
             missing.append(spec.name)
             continue
-        shape = tuple(int(d) for d in shapes[spec.name])
-        fit = _fits(spec, shape)
-        if fit == "mismatch":
-            mismatched.append((spec.name, shape, spec.checkpoint_shape))
-            continue
-        if fit == "sliced":
-            sliced.append((spec.name, shape, spec.checkpoint_shape))
+        shape, want = tuple(int(d) for d in shapes[spec.name]), spec.checkpoint_shape
+        if shape != want:
+            # Only a position/segment table may have more rows than the model uses.
+            if not (spec.sliceable and len(shape) == 2 and shape[1:] == want[1:] and shape[0] > want[0]):
+                mismatched.append((spec.name, shape, want))
+                continue
+            sliced.append((spec.name, shape, want))
         loaded.append(spec)
     known = {spec.name for spec in specs}
     report = LoadReport(
@@ -173,15 +157,11 @@ def restore_weights(
     return report
 
 
-def _is_floating(dtype: np.dtype) -> bool:
-    # bfloat16 and float8 arrays (from ml_dtypes) are not NumPy floating types but are weights.
-    return dtype.kind == "f" or dtype.name.startswith(("bfloat", "float"))
-
-
 def _checked_value(spec: WeightSpec, value: np.ndarray, source: str) -> np.ndarray:
     """`value` laid out and cast for `spec.variable`; a clear error for values no model can use."""
     value = np.asarray(value)
-    if not _is_floating(value.dtype):
+    # bfloat16 and float8 arrays (from ml_dtypes) are not NumPy floating types but are weights.
+    if value.dtype.kind != "f" and not value.dtype.name.startswith(("bfloat", "float")):
         raise ValueError(f"{source}: tensor {spec.name} has dtype {value.dtype}; weights must be floating point.")
     if spec.transpose:
         value = value.T

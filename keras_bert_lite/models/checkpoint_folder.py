@@ -2,8 +2,9 @@
 Hugging Face Hub name.
 
 `find_checkpoint` says what a path holds (its kind, weights, vocabulary and casing) without
-loading anything; `from_checkpoint` loads the encoder and a matching preprocessor (`load_folder`
-for a Google or Hugging Face folder; `release_folders` builds a `BertPretrainer` from one). Kinds:
+loading anything; `from_checkpoint` loads the encoder and a matching preprocessor;
+`from_google_checkpoint` and `from_hf_checkpoint` load a release folder as a `BertEncoder` or,
+with the checkpoint's pre-training heads (to continue pre-training), a `BertPretrainer`. Kinds:
 
 - "keras" (ours): a folder with `encoder.keras` and `vocab.txt` (what `tpu/pretrain.py` and
   `export_pretrained` write), or a `.keras` file of a `BertEncoder` or of a model holding one as
@@ -32,6 +33,7 @@ Example:
     >>> encoder, preprocessor = from_checkpoint("output/pretrain", seq_length=128)
     >>> outputs = encoder(preprocessor(["the cat sat on the mat"]))
     >>> encoder, preprocessor = from_checkpoint("hf://sentence-transformers/all-MiniLM-L6-v2")
+    >>> pretrainer, preprocessor = from_google_checkpoint("uncased_L-12_H-768_A-12", model="pretrainer")
 """
 
 from __future__ import annotations
@@ -52,9 +54,8 @@ from keras_bert_lite.interop import (
     read_hf_lower_case,
     resolve_checkpoint_prefix,
 )
-from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_INDEX_NAME, SAFETENSORS_NAME
 from keras_bert_lite.interop.hub import hub_folder
-from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME
+from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME, WEIGHT_NAMES
 from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES, is_pretrainer
 from keras_bert_lite.interop.release import (
     lower_case_for_folder,
@@ -62,13 +63,14 @@ from keras_bert_lite.interop.release import (
     make_preprocessor,
 )
 from keras_bert_lite.models.encoder import BertEncoder
+from keras_bert_lite.models.pretrainer import BertPretrainer
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import load_vocabulary
 
 KERAS_ENCODER_NAME = "encoder.keras"
 GOOGLE_CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
-_HF_WEIGHT_NAMES = (SAFETENSORS_NAME, SAFETENSORS_INDEX_NAME, PYTORCH_NAME)
+MODEL_KINDS = ("encoder", "pretrainer")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,11 +130,7 @@ def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | Non
                 f"{path} is a TF checkpoint, but {os.path.join(directory, GOOGLE_CONFIG_NAME)} is missing; "
                 "a Google BERT checkpoint needs its bert_config.json beside it."
             )
-        try:
-            only_checkpoint = resolve_checkpoint_prefix(directory) == weights
-        except ValueError:  # several *.index files
-            only_checkpoint = False
-        if not only_checkpoint:
+        if len(tf.io.gfile.glob(os.path.join(directory, "*.index"))) > 1:
             raise ValueError(
                 f"{directory} holds several checkpoints; move {weights}.* into a folder of its own with "
                 "bert_config.json and vocab.txt, and pass that folder."
@@ -201,17 +199,9 @@ def load_folder(
     vocab_file: str | None = None,
     build: Callable[[BertConfig], keras.Model] = BertEncoder,
 ) -> tuple[keras.Model, BertPreprocessor]:
-    """The model and preprocessor of a Google ("google") or Hugging Face ("hugging_face") folder.
-
-    `lower_case` None reads it by the rule of the kind (module docstring); `vocab_file` None is the
-    folder's `vocab.txt`; `build` makes the model from the folder's config: a `BertEncoder` (any
-    pre-training heads in the checkpoint are ignored) or a `BertPretrainer` (they must be there).
-
-    Raises:
-        FileNotFoundError, ValueError: naming the file, for a missing or invalid config,
-            vocabulary or checkpoint; `CheckpointMismatchError` (a ValueError) for weights that do
-            not fit the config.
-    """
+    """The model and preprocessor of a Google ("google") or Hugging Face ("hugging_face") folder,
+    as `from_google_checkpoint` describes them; `build` makes the model from the folder's config
+    (a `BertEncoder` or a `BertPretrainer`); `vocab_file` None is the folder's `vocab.txt`."""
     vocab_file = vocab_file or os.path.join(directory, VOCAB_NAME)
     if kind == "google":
         config = BertConfig.from_json_file(os.path.join(directory, GOOGLE_CONFIG_NAME))
@@ -232,7 +222,7 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     names = {name.rstrip("/") for name in tf.io.gfile.listdir(directory)}
     if KERAS_ENCODER_NAME in names:
         return "keras", os.path.join(directory, KERAS_ENCODER_NAME)
-    weights = [name for name in _HF_WEIGHT_NAMES if name in names]
+    weights = [name for name in WEIGHT_NAMES if name in names]
     if CONFIG_NAME in names and weights:
         return "hugging_face", os.path.join(directory, weights[0])
     if GOOGLE_CONFIG_NAME in names:
@@ -240,7 +230,7 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     shown = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "") if names else "nothing"
     raise ValueError(
         f"{directory} is not a BERT checkpoint folder: expected {KERAS_ENCODER_NAME} (ours), {CONFIG_NAME} with "
-        f"{SAFETENSORS_NAME} or {PYTORCH_NAME} (Hugging Face), or {GOOGLE_CONFIG_NAME} with bert_model.ckpt.* "
+        f"{' or '.join(WEIGHT_NAMES)} (Hugging Face), or {GOOGLE_CONFIG_NAME} with bert_model.ckpt.* "
         f"(Google); it holds {shown}."
     )
 
@@ -260,3 +250,46 @@ def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
     else:
         lower_case = lower_case_from_vocabulary(tokens)
     return lower_case, f"the vocabulary {vocab_file} is {'uncased' if lower_case else 'cased'}"
+
+
+def model_builder(kind: str) -> Callable[[BertConfig], BertEncoder | BertPretrainer]:
+    """What builds a fresh `BertEncoder` ("encoder") or `BertPretrainer` ("pretrainer") from a config."""
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"model must be one of {MODEL_KINDS}, got {kind!r}.")
+    return BertEncoder if kind == "encoder" else lambda config: BertPretrainer(BertEncoder(config))
+
+
+def from_google_checkpoint(
+    directory: str | os.PathLike, model: str = "encoder", seq_length: int = 128, lower_case: bool | None = None
+) -> tuple[BertEncoder | BertPretrainer, BertPreprocessor]:
+    """Builds a model and its preprocessor from a Google BERT release folder.
+
+    The folder holds `bert_config.json`, `vocab.txt` and `bert_model.ckpt.*` (as in
+    `uncased_L-12_H-768_A-12/` or the Small BERTs `uncased_L-4_H-256_A-4/`), local or on any
+    `tf.io.gfile` path.
+
+    Args:
+        directory: the release folder.
+        model: "encoder" (a `BertEncoder`; the checkpoint's pre-training heads are ignored) or
+            "pretrainer" (a `BertPretrainer`; the checkpoint must hold the `cls/*` heads).
+        seq_length, lower_case: as for `from_checkpoint` (None reads the casing from the
+            folder's name, else from its vocabulary).
+
+    Returns:
+        (model, preprocessor): the loaded model and a `BertPreprocessor` for its vocabulary.
+
+    Raises:
+        FileNotFoundError, ValueError: naming the file, for a missing or invalid
+            `bert_config.json`, `vocab.txt` or checkpoint; `CheckpointMismatchError` (a
+            ValueError) when the checkpoint does not fit (other than unused heads of an encoder).
+    """
+    return load_folder("google", os.fspath(directory), seq_length, lower_case, build=model_builder(model))
+
+
+def from_hf_checkpoint(
+    directory: str | os.PathLike, model: str = "encoder", seq_length: int = 128, lower_case: bool | None = None
+) -> tuple[BertEncoder | BertPretrainer, BertPreprocessor]:
+    """As `from_google_checkpoint`, from a Hugging Face BERT folder: `config.json`,
+    `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`; the heads are `cls.*`, and
+    `lower_case` None reads `do_lower_case` from `tokenizer_config.json` (default True)."""
+    return load_folder("hugging_face", os.fspath(directory), seq_length, lower_case, build=model_builder(model))

@@ -13,24 +13,9 @@ from keras_bert_lite.models.task_model import TextTaskModel
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 
-def check_label_names(label_names: Sequence[str] | None, num_classes: int, model_name: str) -> tuple[str, ...] | None:
-    """`label_names` as a tuple, checked to name each of `num_classes` classes once."""
-    if label_names is None:
-        return None
-    if isinstance(label_names, str) or not all(isinstance(name, str) for name in label_names):
-        raise ValueError(f"{model_name}: label_names must be a list of strings, got {label_names!r}.")
-    names = tuple(label_names)
-    if len(names) != num_classes or len(set(names)) != len(names):
-        raise ValueError(
-            f"{model_name}: label_names must name each of the {num_classes} classes once, got {list(names)}."
-        )
-    return names
-
-
 class ClassificationTaskModel(TextTaskModel):
     """The base of `BertClassifier` and `BertTokenClassifier`: a `ClassificationHead` on what
-    `head_input(encoder, inputs)` reads from the encoder, with the arguments both take (which
-    `check_head` may restrict further)."""
+    `head_input(encoder, inputs)` reads from the encoder, with the arguments both take."""
 
     CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
 
@@ -40,8 +25,13 @@ class ClassificationTaskModel(TextTaskModel):
         model_name = type(self).__name__
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
-        label_names = check_label_names(label_names, num_classes, model_name)
-        self.check_head(num_classes, label_names, activation)
+        if label_names is not None:  # a tuple naming each class once
+            if isinstance(label_names, str) or not all(isinstance(name, str) for name in label_names):
+                raise ValueError(f"{model_name}: label_names must be a list of strings, got {label_names!r}.")
+            label_names = tuple(label_names)
+            if len(label_names) != num_classes or len(set(label_names)) != len(label_names):
+                raise ValueError(f"{model_name}: label_names must name each of the {num_classes} classes "
+                                 f"once, got {list(label_names)}.")
         if activation not in (None, "softmax"):
             raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
         inputs = encoder_inputs()
@@ -58,9 +48,6 @@ class ClassificationTaskModel(TextTaskModel):
         self.dropout_rate = dropout_rate
         self.label_names = label_names
         self.activation = activation
-
-    def check_head(self, num_classes: int, label_names, activation) -> None:
-        pass
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -108,12 +95,10 @@ class BertClassifier(ClassificationTaskModel):
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
                  label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
                  activation: str | None = None, **kwargs):
-        kwargs.setdefault("name", "bert_classifier")
-        super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
-
-    def check_head(self, num_classes: int, label_names, activation) -> None:
         if num_classes == 1 and (label_names is not None or activation is not None):
             raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names or activation.")
+        kwargs.setdefault("name", "bert_classifier")
+        super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
 
     @staticmethod
     def head_input(encoder, inputs):

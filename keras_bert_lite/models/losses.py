@@ -1,11 +1,6 @@
-"""The models' losses: BERT's pre-training losses and accuracies, SQuAD's span loss, and a replica's
-share of a loss.
-
-One definition of the pre-training statistics serves both training paths:
-`BertPretrainer.compute_loss` (`fit`, normalised by its own batch) and `PretrainingLoop`
-(normalised by the global batch over replicas and micro-batches, so that summing the parts gives
-the global batch's statistics). `replica_share` is the scaling every `compute_loss` under a
-`tf.distribute` strategy needs.
+"""The models' losses: BERT's pre-training losses and accuracies (`pretraining_statistics`, one
+definition for `BertPretrainer.compute_loss` and `PretrainingLoop`), SQuAD's span loss, and a
+replica's share of a loss.
 """
 
 from __future__ import annotations

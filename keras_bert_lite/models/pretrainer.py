@@ -8,7 +8,7 @@ from keras import ops
 from keras_bert_lite.layers import MaskedLMHead, NextSentenceHead
 from keras_bert_lite.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
 from keras_bert_lite.models.losses import pretraining_losses, replica_share
-from keras_bert_lite.models.task_model import EncoderTaskModel
+from keras_bert_lite.models.rebuild import EncoderTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")

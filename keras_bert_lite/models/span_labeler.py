@@ -84,7 +84,8 @@ class BertSpanLabeler(TextTaskModel):
             )
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
             raise ValueError(f"{self.name}: x must be (questions, contexts), two lists of strings.")
-        questions, contexts = (_strings(column, name) for column, name in zip(x, ("questions", "contexts")))
+        questions, contexts = ([text.decode("utf-8") for text in text_column(column, name).numpy()]
+                               for column, name in zip(x, ("questions", "contexts")))
         if not len(questions) == len(contexts) == len(y):
             raise ValueError(f"{self.name}: {len(questions)} questions, {len(contexts)} contexts and {len(y)} "
                              "answers; give one context and one answer (or None) per question.")
@@ -156,25 +157,14 @@ class BertSpanLabeler(TextTaskModel):
         return results
 
 
-def _strings(column, name: str) -> list[str]:
-    """A list of Python strings from a list or array of str/bytes."""
-    return [text.decode("utf-8") for text in text_column(column, name).numpy()]
-
-
 def _question_entry(index: int, question: str, answer) -> dict:
     """The `index`-th question and its answer as a SQuAD `qas` entry, for `parse_question` to check."""
+    texts, starts = (answer.get("text"), answer.get("answer_start")) if isinstance(answer, dict) else (0, 0)
     if answer is None:
         answers = []
-    elif _lists_of_answers(answer):  # the `datasets` form: {"text": [...], "answer_start": [...]}
-        answers = [{"text": text, "answer_start": start} for text, start in zip(answer["text"], answer["answer_start"])]
+    elif isinstance(texts, (list, tuple)) and isinstance(starts, (list, tuple)) and len(texts) == len(starts):
+        # the `datasets` form: {"text": [...], "answer_start": [...]}
+        answers = [{"text": text, "answer_start": start} for text, start in zip(texts, starts)]
     else:
         answers = [answer]
     return {"id": f"x[{index}]", "question": question, "answers": answers, "is_impossible": not answers}
-
-
-def _lists_of_answers(answer) -> bool:
-    """Whether `answer` holds equally long lists of texts and offsets."""
-    if not isinstance(answer, dict):
-        return False
-    texts, starts = answer.get("text"), answer.get("answer_start")
-    return isinstance(texts, (list, tuple)) and isinstance(starts, (list, tuple)) and len(texts) == len(starts)

@@ -1,12 +1,6 @@
-"""The bases of the models built around a `BertEncoder`: serialization, and working on raw text.
-
-`EncoderTaskModel` is the functional model that calls the encoder as one nested model and
-rebuilds itself from its config. `TextTaskModel` adds what people fine-tuning BERT on text
-expect, on the pattern of KerasHub's `Task`: it carries its `BertPreprocessor` (in its config, so
-a `.keras` file holds the vocabulary), loads in one call from any checkpoint folder
-(`from_checkpoint`), and `fit`, `evaluate` and `predict` take raw text, which one hook
-(`preprocess_samples`) turns into model inputs inside a `tf.data` pipeline; everything else
-goes to Keras as given. The model's `call` is the plain functional graph on token ids.
+"""`TextTaskModel`, the base of the task models on raw text (on the pattern of KerasHub's `Task`).
+A model's `call` is the plain functional graph on token ids; everything not about text goes to
+Keras as given.
 """
 
 from __future__ import annotations
@@ -19,58 +13,10 @@ import tensorflow as tf
 
 from keras_bert_lite.models import text_inputs
 from keras_bert_lite.models.checkpoint_folder import from_checkpoint
-from keras_bert_lite.models.rebuild import RebuiltModel
-from keras_bert_lite.models.saving import save_model
+from keras_bert_lite.models.rebuild import EncoderTaskModel
 from keras_bert_lite.models.text_inputs import holds_text
 from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamW
 from keras_bert_lite.text.preprocessor import BertPreprocessor
-
-# The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
-DEFAULT_LEARNING_RATE = 5e-5
-
-
-class EncoderTaskModel(RebuiltModel):
-    """A functional model that calls a `BertEncoder` (held as `self.encoder`) as one nested model.
-
-    Serializes the encoder (nested) plus the constructor arguments named in `CONFIG_ARGS`, read
-    back from attributes of the same names, so `.keras` files rebuild the model through its
-    constructor (which re-ties any heads to the encoder's layers) and then load the weights.
-    `save` leaves the optimizer's state out unless asked (`keras_bert_lite.models.saving`).
-    """
-
-    CONFIG_ARGS: tuple[str, ...] = ()
-
-    def constructor_config(self) -> dict:
-        config = {"encoder": keras.saving.serialize_keras_object(self.encoder)}
-        for name in self.CONFIG_ARGS:
-            value = getattr(self, name)
-            config[name] = list(value) if isinstance(value, tuple) else value
-        return config
-
-    @classmethod
-    def from_constructor_config(cls, config: dict) -> EncoderTaskModel:
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-    def save(self, filepath, overwrite: bool = True, **kwargs):
-        """`keras.Model.save`, without the optimizer's state unless `include_optimizer=True`.
-
-        Keras 3 writes a compiled model's optimizer (for AdamW, two slots per weight) into every
-        `.keras` file; a model file is for inference and sharing, and training checkpoints keep the
-        optimizer. `.keras` files are written with `keras_bert_lite.models.saving.save_model`
-        (atomically); other formats and arguments go to Keras.
-
-        Raises:
-            FileExistsError: `overwrite=False` and `filepath` exists.
-        """
-        path = os.fspath(filepath)
-        include_optimizer = kwargs.pop("include_optimizer", False)
-        if not path.endswith(".keras") or kwargs:
-            return super().save(filepath, overwrite=overwrite, include_optimizer=include_optimizer, **kwargs)
-        if not overwrite and tf.io.gfile.exists(path):
-            raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
-        save_model(self, path, include_optimizer=include_optimizer)
 
 
 def default_optimizer() -> keras.optimizers.Optimizer:
@@ -82,26 +28,24 @@ def default_optimizer() -> keras.optimizers.Optimizer:
     the same rate. For BERT's linear warmup and decay to 0 over a known number of steps, compile
     with `keras_bert_lite.create_optimizer(init_lr, num_train_steps, num_warmup_steps)`.
     """
-    optimizer = AdamW(DEFAULT_LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    # The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
+    optimizer = AdamW(5e-5, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=list(DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY))  # LayerNorm, biases
     return optimizer
 
 
 class TextTaskModel(EncoderTaskModel):
     """An `EncoderTaskModel` that works on raw text with the `BertPreprocessor` it carries (kept
-    in its config, vocabulary included).
+    in its config, so a `.keras` file holds the vocabulary).
 
     - `from_checkpoint(path, seq_length, ...)` builds the model on a pre-trained encoder and its
       preprocessor from a Google, Hugging Face or our own folder.
-    - `fit`, `evaluate` and `predict` take raw text wherever Keras takes `x`; what is text is told
-      by its dtype (`keras_bert_lite.models.text_inputs.holds_text`: strings are text, numbers
-      and dicts of ids are model inputs and go to Keras as they are). Text in memory is sliced
-      into batches of `batch_size` (default 32) by `text_batches`, a `tf.data.Dataset` of text is
-      read as it is, and `preprocess_samples` is mapped over the batches in `tf.data`. Every
-      other argument goes to Keras.
+    - `fit`, `evaluate` and `predict` take raw text wherever Keras takes `x`, told by its dtype
+      (`keras_bert_lite.models.text_inputs.holds_text`; numbers and dicts of ids go to Keras as
+      they are): `text_batches` of `batch_size` (default 32), a `tf.data.Dataset` of text read as
+      it is, with the one hook `preprocess_samples` mapped over them in `tf.data`.
     - `compile()` defaults to the task's loss and metrics and `default_optimizer()`; `fit` and
-      `evaluate` compile that way when the model is not compiled. Any argument given replaces
-      its default.
+      `evaluate` compile that way when the model is not compiled.
     """
 
     def attach(self, encoder, preprocessor: BertPreprocessor | None) -> None:
@@ -125,16 +69,9 @@ class TextTaskModel(EncoderTaskModel):
         """This model on the pre-trained encoder at `path`, with a preprocessor for its vocabulary.
 
         Args:
-            path: our output folder (`encoder.keras` + `vocab.txt`) or a `.keras` file holding an
-                encoder, a Google release folder (or its `bert_model.ckpt` prefix), or a Hugging
-                Face folder (see `keras_bert_lite.models.checkpoint_folder.find_checkpoint`).
-            seq_length: tokens per packed input (at most the model's `max_position_embeddings`).
-            lower_case: None reads the casing from the folder.
-            vocab_file: the vocabulary, when it is not `vocab.txt` beside the weights.
+            path, seq_length, lower_case, vocab_file: as for (and raising as)
+                `keras_bert_lite.models.checkpoint_folder.from_checkpoint`: a folder of any kind.
             **kwargs: the model's own arguments (`num_classes`, `label_names`, ...).
-
-        Raises:
-            FileNotFoundError, ValueError: see `keras_bert_lite.models.checkpoint_folder.from_checkpoint`.
         """
         encoder, preprocessor = from_checkpoint(path, seq_length, lower_case, vocab_file)
         return cls(encoder, preprocessor=preprocessor, **kwargs)
@@ -190,9 +127,7 @@ class TextTaskModel(EncoderTaskModel):
         """`keras.Model.compile` with the task's defaults.
 
         Args:
-            optimizer: "auto" (default): `default_optimizer()`, BERT's AdamW at a constant 5e-5.
-                Or any Keras optimizer, e.g. `keras_bert_lite.create_optimizer(...)` for BERT's
-                warmup and linear decay.
+            optimizer: "auto" (default): `default_optimizer()`; or any Keras optimizer.
             loss: "auto" (default): the task's loss, on logits or probabilities as the model
                 outputs them. Or any Keras loss.
             metrics: "auto" (default): the task's metrics with the "auto" loss, none with another

@@ -1,12 +1,8 @@
-"""Raw text in any everyday container to batched, preprocessed `tf.data` for Keras models.
-
-`model.fit`/`predict` take token ids; people have strings in Python lists, numpy or pandas
-columns and `tf.data` pipelines. `text_dataset` turns any of these, with labels and sample
-weights, into checked batches of text and maps a `BertPreprocessor` over them (tokenizing in the
-tf.data graph) into `(features, labels[, sample_weights])` batches; task models map their
-`preprocess_samples` over its batches of text the same way. `holds_text` tells text from model
-inputs by dtype. Containers are read without numpy's fixed-width string dtypes (a
-`<U1088` array is 4 bytes per character of the longest text, and Keras cannot convert it).
+"""Raw text in any everyday container (Python lists, numpy or pandas columns, `tf.data`), with
+labels, to checked and batched `tf.data` for Keras models (`text_dataset`, whose batches of text
+task models map their `preprocess_samples` over); `holds_text` tells text from model inputs by
+dtype. Containers are read without numpy's fixed-width string dtypes (a `<U1088` array is 4 bytes
+per character of the longest text, and Keras cannot convert it).
 
 The accepted forms of `x` (N examples):
 
@@ -35,8 +31,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lite.data.glue import check_labels
-
-_STRING_KINDS = "USO"  # numpy dtype kinds that may hold text: unicode, bytes, object
 
 
 def holds_text(x) -> bool:
@@ -131,14 +125,7 @@ def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, drop_r
     count = int(texts[0].shape[0])
     parts = [texts[0] if len(texts) == 1 else texts]
     if y is not None:
-        labels = _per_example(y, "y", count)
-        if num_classes is not None:
-            for name, value in _flat_items(labels, "y"):
-                try:
-                    check_labels(value, num_classes)
-                except ValueError as e:
-                    raise ValueError(f"{name}: {e}") from None
-        parts.append(labels)
+        parts.append(_per_example(y, "y", count, num_classes=num_classes))
     if sample_weight is not None:
         parts.append(_per_example(sample_weight, "sample_weight", count, dtype="float32"))
     dataset = tf.data.Dataset.from_tensor_slices(tuple(parts))
@@ -207,14 +194,16 @@ def text_column(values, name: str) -> tf.Tensor:
     return tf.constant(array)
 
 
-def _per_example(values, name: str, count: int, dtype: str | None = None):
-    """Labels or weights as numpy arrays with `count` rows (dicts and tuples elementwise)."""
+def _per_example(values, name: str, count: int, dtype: str | None = None, num_classes: int | None = None):
+    """Labels or weights as numpy arrays with `count` rows (dicts and tuples elementwise), labels
+    checked against `num_classes` when given."""
     if isinstance(values, Mapping):
-        return {key: _per_example(v, f"{name}[{key!r}]", count, dtype) for key, v in values.items()}
+        return {key: _per_example(v, f"{name}[{key!r}]", count, dtype, num_classes)
+                for key, v in values.items()}
     if isinstance(values, tuple) and values and not np.isscalar(values[0]):
-        return tuple(_per_example(v, f"{name}[{i}]", count, dtype) for i, v in enumerate(values))
+        return tuple(_per_example(v, f"{name}[{i}]", count, dtype, num_classes) for i, v in enumerate(values))
     array = values.numpy() if tf.is_tensor(values) else np.asarray(values)
-    if array.dtype.kind in _STRING_KINDS:
+    if array.dtype.kind in "USO":  # numpy dtype kinds that may hold text: unicode, bytes, object
         raise ValueError(
             f"{name} holds {array.ravel()[:1].tolist()[0]!r} and the like; labels must be numbers: class ids (int) or "
             "values (float). Map label names to ids first, e.g. [names.index(label) for label in y]."
@@ -224,15 +213,13 @@ def _per_example(values, name: str, count: int, dtype: str | None = None):
         raise ValueError(f"{name} has {found} for {count} texts; it needs one per text.")
     if dtype is None:
         dtype = "float32" if array.dtype.kind == "f" else "int32"
-    return array.astype(dtype)
-
-
-def _flat_items(values, name: str) -> list[tuple[str, np.ndarray]]:
-    if isinstance(values, dict):
-        return [item for key, v in values.items() for item in _flat_items(v, f"{name}[{key!r}]")]
-    if isinstance(values, tuple):
-        return [item for i, v in enumerate(values) for item in _flat_items(v, f"{name}[{i}]")]
-    return [(name, values)]
+    array = array.astype(dtype)
+    if num_classes is not None:
+        try:
+            check_labels(array, num_classes)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    return array
 
 
 def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:

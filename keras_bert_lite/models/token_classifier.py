@@ -30,19 +30,12 @@ class BertTokenClassifier(ClassificationTaskModel):
     piece; the other pieces, [CLS], [SEP] and padding get sample weight 0 in training (see
     `keras_bert_lite.data.ner.ner_dataset`).
 
-    Args:
-        encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
-        num_classes: number of tags.
-        dropout_rate: dropout on the sequence output before the dense layer (training only).
-        label_names: optional tag names in id order, e.g. `CONLL2003_TAGS` (kept in the config):
-            the tags `fit` accepts, and what `predict_entities` reads (IOB1 or BIO).
-        preprocessor: optional `BertPreprocessor` for words and text (see `TextTaskModel`), also
-            in `predict_entities`.
-        activation: None (default): the model outputs logits; "softmax": probabilities.
+    Args and attributes: as `BertClassifier`'s, for tags: `num_classes` tags, dropout on the
+    sequence output, `label_names` the tag names (e.g. `CONLL2003_TAGS`): the tags `fit` accepts,
+    and what `predict_entities` reads (IOB1 or BIO).
 
-    Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
-    `input_type_ids`. With a preprocessor, `fit`/`evaluate`/`predict` also take sentences: a
-    list of word lists, or of strings (split into words at ASCII whitespace, as the exported
+    Inputs: as `BertClassifier`'s; with a preprocessor, `fit`/`evaluate`/`predict` take sentences:
+    a list of word lists, or of strings (split into words at ASCII whitespace, as the exported
     model does), with `y` one tag list per sentence (names from `label_names`, or ids).
 
     Outputs:
@@ -52,9 +45,6 @@ class BertTokenClassifier(ClassificationTaskModel):
 
     Training: the default `compile()` (see `TextTaskModel.compile`) uses
     `SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")` and a weighted accuracy.
-
-    Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
-    `preprocessor`.
 
     Example:
 
@@ -92,7 +82,8 @@ class BertTokenClassifier(ClassificationTaskModel):
         if not sentences:
             raise ValueError(f"{self.name}: x is empty; expected at least one sentence.")
         if y is None:
-            dataset = tf.data.Dataset.from_tensor_slices(_ragged_words(sentences)).ragged_batch(batch_size)
+            words = tf.ragged.constant(sentences, tf.string)
+            dataset = tf.data.Dataset.from_tensor_slices(words).ragged_batch(batch_size)
             return dataset.map(lambda words: tag_inputs(words, preprocessor.tokenizer, preprocessor.packer)[0])
         if len(y) != len(sentences):
             raise ValueError(f"y has {len(y)} tag lists for {len(sentences)} sentences; it needs one per sentence.")
@@ -156,7 +147,8 @@ class BertTokenClassifier(ClassificationTaskModel):
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
             spans = [[match.span() for match in _WORD.finditer(text)] for text in batch]
-            words = _ragged_words([[text[a:b] for a, b in row] for text, row in zip(batch, spans)])
+            words = tf.ragged.constant([[text[a:b] for a, b in row] for text, row in zip(batch, spans)],
+                                       tf.string)
             features, positions = tag_inputs(words, preprocessor.tokenizer, preprocessor.packer)
             probabilities = self.predict_on_batch(features)
             if self.activation is None:
@@ -171,10 +163,3 @@ class BertTokenClassifier(ClassificationTaskModel):
                     for kind, first, end in entity_spans(word_tags[n])
                 ])
         return results
-
-
-def _ragged_words(sentences: list[list[str]]) -> tf.RaggedTensor:
-    """tf.string ragged [len(sentences), (words)]."""
-    flat = [word for words in sentences for word in words]
-    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
-                                            [len(words) for words in sentences])

@@ -1,11 +1,7 @@
 """Pre-training at scale: strategies, the distributed loop and run checkpoints (BERT's optimizer is
-`keras_bert_lite.optimization`).
+`keras_bert_lite.optimization`; the main job of `tpu/pretrain.py` lives next to it in `tpu/`)."""
 
-The main job of `tpu/pretrain.py` (built-in corpus, held-out evaluation against baselines) lives
-next to it in `tpu/`.
-"""
-
-from keras_bert_lite.training.distribute import STRATEGIES, get_strategy, precision_policy, use_jit_compile
+from keras_bert_lite.training.distribute import get_strategy
 from keras_bert_lite.training.pretraining_driver import run_pretraining
 from keras_bert_lite.training.pretraining_loop import PretrainingLoop
 from keras_bert_lite.training.run_checkpoints import (
@@ -16,14 +12,11 @@ from keras_bert_lite.training.run_checkpoints import (
 )
 
 __all__ = [
-    "STRATEGIES",
     "NonFiniteLossError",
     "PretrainingLoop",
     "TrainingCheckpoints",
     "export_pretrained",
     "get_strategy",
-    "precision_policy",
     "restore_model_weights",
     "run_pretraining",
-    "use_jit_compile",
 ]

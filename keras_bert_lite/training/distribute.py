@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import urllib.parse
-from collections.abc import Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -32,7 +31,6 @@ def get_strategy(
     name: str,
     tpu_address: str | None = None,
     num_gpus: int | None = None,
-    devices: Sequence[str] | None = None,
     all_reduce: str = "auto",
 ) -> tf.distribute.Strategy:
     """Creates the distribution strategy called `name`.
@@ -50,8 +48,6 @@ def get_strategy(
             "tpu": TPUStrategy; the TPU is located, checked for reachability and initialised.
         tpu_address: for "tpu": a TPU name, "local" on a TPU VM, or "grpc://host:port".
         num_gpus: for "mirrored" and "one_device": how many local GPUs to use (default all).
-        devices: for "mirrored": explicit device names (e.g. ["/cpu:0", "/cpu:1"]); overrides
-            `num_gpus`.
         all_reduce: for "multi_worker": collective implementation, "auto", "ring" or "nccl".
 
     Returns:
@@ -78,7 +74,7 @@ def get_strategy(
         gpus = gpus[:num_gpus]
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0] if gpus else "/cpu:0")
-    strategy = tf.distribute.MirroredStrategy(devices=list(devices) if devices else gpus or None)
+    strategy = tf.distribute.MirroredStrategy(devices=gpus or None)
     logging.info("MirroredStrategy over %s.", strategy.extended.worker_devices)
     return strategy
 
@@ -115,22 +111,10 @@ def use_jit_compile(setting: str) -> bool:
 
 
 def _multi_worker_strategy(all_reduce: str) -> tf.distribute.Strategy:
+    """MultiWorkerMirroredStrategy, failing with a clear message first when TF_CONFIG cannot describe
+    a multi-worker cluster."""
     if all_reduce not in ("auto", "ring", "nccl"):
         raise ValueError(f"all_reduce must be one of ('auto', 'ring', 'nccl'), got {all_reduce!r}.")
-    _check_tf_config()
-    implementation = getattr(tf.distribute.experimental.CommunicationImplementation, all_reduce.upper())
-    options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    logging.info(
-        "MultiWorkerMirroredStrategy: %d replicas, this is %s.",
-        strategy.num_replicas_in_sync,
-        os.environ["TF_CONFIG"],
-    )
-    return strategy
-
-
-def _check_tf_config() -> None:
-    """Fails with a clear message when TF_CONFIG cannot describe a multi-worker cluster."""
     raw = os.environ.get("TF_CONFIG")
     if not raw:
         raise ValueError(
@@ -152,6 +136,15 @@ def _check_tf_config() -> None:
         raise ValueError(
             f"TF_CONFIG task {task['type']}:{task['index']} is not in the cluster {sorted(cluster)}."
         )
+    implementation = getattr(tf.distribute.experimental.CommunicationImplementation, all_reduce.upper())
+    options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    logging.info(
+        "MultiWorkerMirroredStrategy: %d replicas, this is %s.",
+        strategy.num_replicas_in_sync,
+        os.environ["TF_CONFIG"],
+    )
+    return strategy
 
 
 def _tpu_strategy(tpu_address: str | None) -> tf.distribute.Strategy:
@@ -168,7 +161,14 @@ def _tpu_strategy(tpu_address: str | None) -> tf.distribute.Strategy:
     except (ValueError, RuntimeError, OSError) as e:  # OSError: the Cloud TPU API is unreachable
         raise RuntimeError(f"Cannot locate TPU {tpu_address!r}: {e}") from None
     if master.startswith("grpc://"):
-        _check_reachable(master, tpu_address)
+        url = urllib.parse.urlparse(master)
+        try:  # a TCP connection to the TPU worker, so that an unreachable one fails now
+            socket.create_connection((url.hostname, url.port or 8470), timeout=TPU_CONNECT_TIMEOUT).close()
+        except OSError as e:
+            raise RuntimeError(
+                f"TPU {tpu_address!r} is not reachable at {url.hostname}:{url.port or 8470} ({e}); check the "
+                "TPU name or address, that the TPU is running, and the network/firewall."
+            ) from None
         tf.config.experimental_connect_to_cluster(resolver)
     try:
         tf.tpu.experimental.initialize_tpu_system(resolver)
@@ -180,16 +180,3 @@ def _tpu_strategy(tpu_address: str | None) -> tf.distribute.Strategy:
     strategy = tf.distribute.TPUStrategy(resolver)
     logging.info("TPUStrategy at %s with %d cores.", tpu_address, strategy.num_replicas_in_sync)
     return strategy
-
-
-def _check_reachable(master: str, tpu_address: str) -> None:
-    """Opens and closes a TCP connection to the TPU worker, so an unreachable one fails now."""
-    url = urllib.parse.urlparse(master)
-    try:
-        with socket.create_connection((url.hostname, url.port or 8470), timeout=TPU_CONNECT_TIMEOUT):
-            pass
-    except OSError as e:
-        raise RuntimeError(
-            f"TPU {tpu_address!r} is not reachable at {url.hostname}:{url.port or 8470} ({e}); check the "
-            "TPU name or address, that the TPU is running, and the network/firewall."
-        ) from None

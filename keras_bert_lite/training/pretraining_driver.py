@@ -28,7 +28,7 @@ from absl import logging
 
 from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.training.pretraining_loop import STAT_NAMES, PretrainingLoop
-from keras_bert_lite.training.run_checkpoints import TrainingCheckpoints, check_finite
+from keras_bert_lite.training.run_checkpoints import NonFiniteLossError, TrainingCheckpoints
 
 CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
@@ -56,9 +56,8 @@ def run_pretraining(
     """Trains `loop.model` to `num_train_steps`, resuming from `model_dir` if it has checkpoints.
 
     Every `steps_per_loop` steps (one `tf.function` call) the driver checks the losses for
-    NaN/Inf, writes TensorBoard scalars (`loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,
-    `nsp_accuracy`, `learning_rate`, `gradient_norm` per step, `examples_per_second` per loop)
-    and advances the progress bar (step, loss, accuracies, examples/s, time remaining). A
+    NaN/Inf, writes TensorBoard scalars (the `STAT_NAMES` per step, `examples_per_second` per
+    loop) and advances the progress bar (step, loss, accuracies, examples/s, time remaining). A
     checkpoint is written every `save_checkpoints_steps` steps and at the end; with
     `evaluate_fn`, the model is evaluated every `eval_every_steps` steps and at the end, and
     the evaluation's scalars go to `summaries/eval` (next to `summaries/train`, so TensorBoard
@@ -128,8 +127,11 @@ def run_pretraining(
         bar.update(start)
     step, last_checkpoint, durations, stats = start, checkpoints.latest, [], {}
     evaluations_file = os.path.join(model_dir, EVALUATIONS_FILE)
-    evaluations = [e for e in _read_evaluations(evaluations_file) if evaluate_fn is not None
-                   and (e["step"] < start or e["step"] == start < num_train_steps)]
+    evaluations = []
+    if evaluate_fn is not None and tf.io.gfile.exists(evaluations_file):
+        with tf.io.gfile.GFile(evaluations_file) as f:
+            evaluations = [e for e in json.load(f)
+                           if e["step"] < start or e["step"] == start < num_train_steps]
 
     def evaluate() -> None:
         results = evaluate_fn(step)
@@ -139,14 +141,18 @@ def run_pretraining(
             write_text_atomically(evaluations_file, json.dumps(evaluations, indent=1) + "\n")
         logging.info("step %d: evaluation %s.", step, results)
 
-    check_gradients = not loop.loss_scaling
+    # Under dynamic loss scaling a non-finite gradient norm only skips the step, by design.
+    checked = ("loss",) if loop.loss_scaling else ("loss", "gradient_norm")
     while step < num_train_steps:
         num_steps = min(steps_per_loop, num_train_steps - step,
                         *(every - step % every for every in (save_checkpoints_steps, eval_every_steps)))
         began = time.perf_counter()
         history = loop.train(iterator, num_steps)
         durations.append((time.perf_counter() - began, num_steps))
-        check_finite(history, step + 1, last_checkpoint, check_gradients=check_gradients)
+        for i in range(num_steps):
+            for name in checked:
+                if not np.isfinite(history[name][i]):
+                    raise NonFiniteLossError(step + 1 + i, f"{name} is {history[name][i]}", last_checkpoint)
         examples_per_second = loop.global_batch_size * num_steps / durations[-1][0]
         for i in range(num_steps):
             _write_scalars(writer, {name: history[name][i] for name in STAT_NAMES}, step + 1 + i)
@@ -179,13 +185,6 @@ def run_pretraining(
     if evaluate_fn is not None:
         result["evaluations"] = evaluations
     return result
-
-
-def _read_evaluations(path: str) -> list[dict]:
-    if not tf.io.gfile.exists(path):
-        return []
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
 
 
 def _write_scalars(writer, scalars: dict[str, float], step: int) -> None:

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import keras
@@ -39,30 +40,15 @@ import tensorflow as tf
 
 from keras_bert_lite.models.losses import MLM_EPSILON, STATISTIC_NAMES, pretraining_statistics
 
-# Per-step statistics returned by `PretrainingLoop.train`.
-STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "learning_rate", "gradient_norm")
-_EVAL_STATS = 5  # the losses and accuracies: the first five STAT_NAMES
-# Statistics returned by `PretrainingLoop.evaluate`.
-EVAL_NAMES = STAT_NAMES[:_EVAL_STATS] + ("mlm_top5_accuracy",)
+# Per-step statistics returned by `PretrainingLoop.train`, and those of `PretrainingLoop.evaluate`.
+STAT_NAMES = STATISTIC_NAMES + ("learning_rate", "gradient_norm")
+EVAL_NAMES = STATISTIC_NAMES + ("mlm_top5_accuracy",)
 
 
 def global_batch_shares(labels: dict, outputs: dict, mlm_weight_total, num_examples_total) -> tf.Tensor:
-    """This (micro-)batch's share of the global batch's losses and accuracies.
-
-    Summing the result over every replica and micro-batch of one step gives exactly
-    `pretraining_losses` (and the accuracies) of the whole global batch.
-
-    Args:
-        labels: `masked_lm_ids` int32 [b, P], `masked_lm_weights` float32 [b, P],
-            `next_sentence_labels` int32 [b, 1] of this micro-batch.
-        outputs: `mlm_logits` float32 [b, P, V], `nsp_logits` float32 [b, 2].
-        mlm_weight_total: float32 scalar, sum of `masked_lm_weights` over the global batch.
-        num_examples_total: float32 scalar, examples in the global batch.
-
-    Returns:
-        float32 [5]: shares of `STATISTIC_NAMES` (total loss, MLM loss, NSP loss, MLM accuracy,
-        NSP accuracy), from `pretraining_statistics`.
-    """
+    """This (micro-)batch's share of the global batch's `STATISTIC_NAMES`, float32 [5], given the
+    global batch's `mlm_weight_total` and `num_examples_total` (see `pretraining_statistics`):
+    summed over every replica and micro-batch of one step, the global batch's statistics."""
     statistics = pretraining_statistics(labels, outputs, mlm_weight_total, num_examples_total)
     return tf.stack([statistics[name] for name in STATISTIC_NAMES])
 
@@ -119,9 +105,8 @@ class PretrainingLoop:
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.micro_batch_size = global_batch_size // (replicas * gradient_accumulation_steps)
         self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-        inner = optimizer.inner_optimizer if self.loss_scaling else optimizer
-        self._inner_optimizer = inner
-        self.clip_norm = inner.global_clipnorm
+        self._inner_optimizer = optimizer.inner_optimizer if self.loss_scaling else optimizer
+        self.clip_norm = self._inner_optimizer.global_clipnorm
         with strategy.scope():
             self.global_step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
@@ -129,8 +114,8 @@ class PretrainingLoop:
             )
             optimizer.build(model.trainable_variables)
         self._micro_step = tf.function(self._micro_gradients, jit_compile=jit_compile or None)
-        self._train_fn = tf.function(self._train_steps)
-        self._eval_fn = tf.function(self._eval_steps)
+        self._train_fn = tf.function(functools.partial(self._run_steps, self._replica_train_step))
+        self._eval_fn = tf.function(functools.partial(self._run_steps, self._replica_eval_step))
 
     def distribute(self, dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]):
         """Distributes per-input-pipeline datasets (`strategy.distribute_datasets_from_function`).
@@ -167,29 +152,19 @@ class PretrainingLoop:
         history = self._eval_fn(iterator, tf.constant(num_steps, tf.int32)).numpy()
         return {name: float(history[:, i].mean()) for i, name in enumerate(EVAL_NAMES)}
 
-    def _train_steps(self, iterator, num_steps):
+    def _run_steps(self, replica_step, iterator, num_steps):
         history = tf.TensorArray(tf.float32, size=num_steps)
         for step in tf.range(num_steps):
-            shares = self.strategy.run(self._replica_train_step, args=next(iterator))
+            shares = self.strategy.run(replica_step, args=next(iterator))
             history = history.write(step, self.strategy.reduce(tf.distribute.ReduceOp.SUM, shares, axis=None))
-            self.global_step.assign_add(1)
-        return history.stack()
-
-    def _eval_steps(self, iterator, num_steps):
-        history = tf.TensorArray(tf.float32, size=num_steps)
-        for step in tf.range(num_steps):
-            shares = self.strategy.run(self._replica_eval_step, args=next(iterator))
-            history = history.write(step, self.strategy.reduce(tf.distribute.ReduceOp.SUM, shares, axis=None))
+            if replica_step == self._replica_train_step:
+                self.global_step.assign_add(1)
         return history.stack()
 
     def _global_totals(self, labels):
         """(sum of masked_lm_weights, number of examples) over the global batch."""
-        local = tf.stack(
-            [
-                tf.reduce_sum(tf.cast(labels["masked_lm_weights"], tf.float32)),
-                tf.cast(tf.shape(labels["masked_lm_weights"])[0], tf.float32),
-            ]
-        )
+        weights = tf.cast(labels["masked_lm_weights"], tf.float32)
+        local = tf.stack([tf.reduce_sum(weights), tf.cast(tf.shape(weights)[0], tf.float32)])
         if self.strategy.num_replicas_in_sync > 1:
             local = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, local)
         return local[0], local[1]
@@ -226,7 +201,7 @@ class PretrainingLoop:
 
             zeros = [tf.zeros_like(v) for v in self.model.trainable_variables]
             _, gradients, shares = tf.while_loop(
-                lambda i, *_: i < k, accumulate, (tf.constant(0), zeros, tf.zeros([_EVAL_STATS]))
+                lambda i, *_: i < k, accumulate, (tf.constant(0), zeros, tf.zeros([len(STATISTIC_NAMES)]))
             )
         gradient_norm = self._apply(gradients)
         replicas = float(self.strategy.num_replicas_in_sync)

@@ -2,8 +2,8 @@
 
 `tf.train.CheckpointManager` writes `ckpt-<step>.{index,data-*}` through a `_temp` folder and
 renames them into place before the `checkpoint` state file, so a kill at any moment leaves the
-previous checkpoints intact; `TrainingCheckpoints.restore` also scans the disk, so even a lost or
-damaged state file resumes from the newest readable checkpoint.
+previous checkpoints intact; `TrainingCheckpoints.restore` reads the disk, not the state file, so
+even a lost or damaged state file resumes from the newest readable checkpoint.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ import os
 import re
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.atomic import atomic_write, copy_atomically, write_text_atomically
+from keras_bert_lite.atomic import copy_atomically, write_text_atomically
 from keras_bert_lite.interop import load_google_checkpoint, resolve_checkpoint_prefix
 from keras_bert_lite.interop.huggingface import TOKENIZER_CONFIG_NAME
-from keras_bert_lite.models import BertEncoder, BertPretrainer
+from keras_bert_lite.models import BertEncoder, BertPretrainer, save_model
 
 _CHECKPOINT_NAME = "ckpt"
 # What reading a truncated or missing checkpoint file raises (IndexError: "Read less bytes than requested").
@@ -41,31 +40,11 @@ class NonFiniteLossError(FloatingPointError):
     def __init__(self, step: int, what: str, last_checkpoint: str | None):
         self.step = step
         self.last_checkpoint = last_checkpoint
-        kept = (
-            f"The last good checkpoint {last_checkpoint} is kept; lower the learning rate or check the input "
-            "data, then rerun to resume from it."
-            if last_checkpoint
-            else "No checkpoint was written before it."
-        )
+        kept = "No checkpoint was written before it."
+        if last_checkpoint:
+            kept = (f"The last good checkpoint {last_checkpoint} is kept; lower the learning rate or check "
+                    "the input data, then rerun to resume from it.")
         super().__init__(f"Training stopped: {what} at step {step}. {kept}")
-
-
-def check_finite(history: dict[str, np.ndarray], first_step: int, last_checkpoint: str | None,
-                 check_gradients: bool = True) -> None:
-    """Raises `NonFiniteLossError` naming the first step of `history` with a non-finite loss.
-
-    Args:
-        history: `PretrainingLoop.train` output, "loss" (and "gradient_norm") float [n].
-        first_step: the 1-based step number of `history[...][0]`.
-        last_checkpoint: reported as the checkpoint to resume from.
-        check_gradients: also stop on a non-finite gradient norm (off under dynamic loss
-            scaling, which skips such steps by design).
-    """
-    names = ("loss", "gradient_norm") if check_gradients else ("loss",)
-    for index in range(len(history["loss"])):
-        for name in names:
-            if not np.isfinite(history[name][index]):
-                raise NonFiniteLossError(first_step + index, f"{name} is {history[name][index]}", last_checkpoint)
 
 
 class TrainingCheckpoints:
@@ -102,28 +81,26 @@ class TrainingCheckpoints:
         max_to_keep: int = 5,
     ):
         self.directory = directory
-        self.saves_iterator = isinstance(iterator, tf.__internal__.tracking.Trackable)
+        self.saves_iterator = isinstance(iterator, tf.data.Iterator)  # not a distributed iterator
         trackables = dict(model=model, optimizer=optimizer, global_step=global_step)
         if self.saves_iterator:
             trackables["iterator"] = iterator
         self.checkpoint = tf.train.Checkpoint(**trackables)
         self._global_step = global_step
         self._is_chief = strategy.extended.should_checkpoint
-        write_directory = directory
+        self._write_directory = directory
         if not self._is_chief:
             task_id = strategy.cluster_resolver.task_id
-            write_directory = os.path.join(directory, f".worker_{task_id}_scratch")
-        self._write_directory = write_directory
+            self._write_directory = os.path.join(directory, f".worker_{task_id}_scratch")
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, write_directory, max_to_keep=max_to_keep,
+            self.checkpoint, self._write_directory, max_to_keep=max_to_keep,
             step_counter=global_step, checkpoint_name=_CHECKPOINT_NAME,
         )
 
     @property
     def latest(self) -> str | None:
         """Path prefix of the newest checkpoint in `directory` (None if there is none)."""
-        candidates = self._candidates()
-        return candidates[0] if candidates else None
+        return next(iter(self._candidates()), None)
 
     def save(self) -> str | None:
         """Writes `ckpt-<global_step>`; returns its path on the chief (None on other workers)."""
@@ -156,22 +133,13 @@ class TrainingCheckpoints:
         return 0
 
     def _candidates(self) -> list[str]:
-        """Checkpoint prefixes in `directory`, newest (highest step) first, complete ones only."""
-        paths = set()
-        try:
-            state = tf.train.get_checkpoint_state(self.directory)
-        except Exception as e:  # noqa: BLE001 - a damaged state file is replaced by the disk scan
-            logging.warning("Ignoring unreadable checkpoint state file in %s: %s", self.directory, e)
-            state = None
-        if state is not None:
-            paths.update(state.all_model_checkpoint_paths)
-        pattern = re.compile(rf"^{_CHECKPOINT_NAME}-(\d+)\.index$")
-        if tf.io.gfile.isdir(self.directory):
-            for name in tf.io.gfile.listdir(self.directory):
-                if pattern.match(name):
-                    paths.add(os.path.join(self.directory, name[: -len(".index")]))
-        complete = [p for p in paths if tf.io.gfile.exists(p + ".index")]
-        return sorted(complete, key=lambda p: int(p.rsplit("-", 1)[1]), reverse=True)
+        """Checkpoint prefixes in `directory`, newest (highest step) first, complete ones only (an
+        `.index` file is renamed into place last), read from the disk: not from the state file."""
+        if not tf.io.gfile.isdir(self.directory):
+            return []
+        steps = [int(match[1]) for name in tf.io.gfile.listdir(self.directory)
+                 if (match := re.fullmatch(rf"{_CHECKPOINT_NAME}-(\d+)\.index", name))]
+        return [os.path.join(self.directory, f"{_CHECKPOINT_NAME}-{step}") for step in sorted(steps)[::-1]]
 
 
 def checkpoint_source(path: str) -> str:
@@ -186,19 +154,18 @@ def checkpoint_source(path: str) -> str:
         ValueError: `path` is a file of another kind (e.g. a `.keras` name on a file that is not
             a zip archive), naming it.
     """
-    if tf.io.gfile.isdir(path) or not tf.io.gfile.exists(path):
-        if path.endswith(".keras"):
-            raise FileNotFoundError(f"No such .keras file: {path}")
-        return resolve_checkpoint_prefix(path)
+    is_file = tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
     if path.endswith(".keras"):
+        if not is_file:
+            raise FileNotFoundError(f"No such .keras file: {path}")
         with tf.io.gfile.GFile(path, "rb") as f:
             if f.read(4) != b"PK\x03\x04":  # a zip archive's first bytes
                 raise ValueError(f"{path} is not a .keras file (Keras writes a zip archive).")
         return path
-    if path.endswith(".index") or ".data-" in os.path.basename(path):
-        return resolve_checkpoint_prefix(path)
-    raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, a "
-                     "checkpoint prefix or a folder holding one).")
+    if is_file and not (path.endswith(".index") or ".data-" in os.path.basename(path)):
+        raise ValueError(f"{path} is neither a .keras file nor a TensorFlow checkpoint (give a .keras file, "
+                         "a checkpoint prefix or a folder holding one).")
+    return resolve_checkpoint_prefix(path)
 
 
 def restore_model_weights(model: BertPretrainer, path: str) -> str:
@@ -255,24 +222,14 @@ def export_pretrained(
         Name ("pretrainer", "encoder", "bert_config", "vocab", "tokenizer_config") -> written path.
     """
     tf.io.gfile.makedirs(output_dir)
-    policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float32")
-    try:
-        copy = BertPretrainer(BertEncoder(model.encoder.config), name=model.name)
-    finally:
-        keras.config.set_dtype_policy(policy)
+    copy = BertPretrainer(BertEncoder(model.encoder.config, dtype="float32"), name=model.name)
     copy.set_weights(model.get_weights())
     paths = {
-        "pretrainer": os.path.join(output_dir, "pretrainer.keras"),
-        "encoder": os.path.join(output_dir, "encoder.keras"),
+        "pretrainer": save_model(copy, os.path.join(output_dir, "pretrainer.keras")),
+        "encoder": save_model(copy.encoder, os.path.join(output_dir, "encoder.keras")),
         "bert_config": os.path.join(output_dir, "bert_config.json"),
     }
-    for name, saved in (("pretrainer", copy), ("encoder", copy.encoder)):
-        # Keras saves only to names ending in ".keras": the temporary keeps that suffix.
-        with atomic_write(paths[name][: -len(".keras")], suffixes=(".keras",)) as (prefix,):
-            saved.save(prefix + ".keras")
-    with atomic_write(paths["bert_config"]) as (temporary,):
-        copy.encoder.config.to_json_file(temporary)
+    copy.encoder.config.to_json_file(paths["bert_config"])
     if vocab_file:
         paths["vocab"] = copy_atomically(vocab_file, os.path.join(output_dir, "vocab.txt"))
     if do_lower_case is not None:

@@ -17,7 +17,7 @@ from keras_bert_lite.interop import (
     read_hf_config,
     save_google_checkpoint,
 )
-from keras_bert_lite.models.release_folders import from_google_checkpoint
+from keras_bert_lite.models.checkpoint_folder import from_google_checkpoint
 
 # Real sentences: single texts of different lengths (a padded batch) and sentence pairs.
 SENTENCES = [

@@ -19,7 +19,7 @@ from keras_bert_lite.interop import (
     save_google_checkpoint,
 )
 from keras_bert_lite.interop.mapping import weight_specs
-from keras_bert_lite.models.release_folders import from_google_checkpoint
+from keras_bert_lite.models.checkpoint_folder import from_google_checkpoint
 
 TOLERANCE = 1e-4
 

@@ -1,4 +1,4 @@
-"""Reading a Hugging Face folder's tensors (hf_weights.py): every unreadable or unusable file is one
+"""Reading a Hugging Face folder's tensors (read_hf_weights): every unreadable or unusable file is one
 error naming it, and nothing is loaded."""
 
 import json

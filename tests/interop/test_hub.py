@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from keras_bert_lite.interop.hf_weights import PYTORCH_NAME, SAFETENSORS_NAME, read_hf_weights
 from keras_bert_lite.interop.hub import hub_folder
+from keras_bert_lite.interop.huggingface import PYTORCH_NAME, SAFETENSORS_NAME, read_hf_weights
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.text.preprocessor import BertPreprocessor

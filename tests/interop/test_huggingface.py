@@ -22,7 +22,7 @@ from keras_bert_lite.interop import (
 )
 from keras_bert_lite.interop.mapping import weight_specs
 from keras_bert_lite.layers.activations import get_activation
-from keras_bert_lite.models.release_folders import from_hf_checkpoint
+from keras_bert_lite.models.checkpoint_folder import from_hf_checkpoint
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -13,7 +13,7 @@ from keras_bert_lite.interop.release import (
     lower_case_from_vocabulary,
     resolve_vocabulary,
 )
-from keras_bert_lite.models.release_folders import from_google_checkpoint
+from keras_bert_lite.models.checkpoint_folder import from_google_checkpoint
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 UNCASED = [*SPECIALS, "[unused0]", "the", "cat", "sat", "##s", "."]

@@ -185,10 +185,10 @@ def test_lora_and_quantized_text_models_save_and_load(folders, edit, tmp_path):
 def test_the_text_path_is_exported_at_top_level():
     import keras_bert_lite as kbl
     from keras_bert_lite.data import check_pretraining_files
-    from keras_bert_lite.models import checkpoint_folder, saving, text_inputs
+    from keras_bert_lite.models import checkpoint_folder, rebuild, text_inputs
 
     assert (kbl.from_checkpoint, kbl.find_checkpoint) == (checkpoint_folder.from_checkpoint,
                                                          checkpoint_folder.find_checkpoint)
-    assert (kbl.text_dataset, kbl.save_model) == (text_inputs.text_dataset, saving.save_model)
+    assert (kbl.text_dataset, kbl.save_model) == (text_inputs.text_dataset, rebuild.save_model)
     assert kbl.check_pretraining_files is check_pretraining_files
     assert {"from_checkpoint", "find_checkpoint", "text_dataset", "save_model"} <= set(kbl.__all__)

@@ -13,7 +13,7 @@ from keras_bert_lite import create_optimizer
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
-from keras_bert_lite.models.saving import save_model
+from keras_bert_lite.models.rebuild import save_model
 
 VOCAB = 100
 
