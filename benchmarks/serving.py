@@ -77,6 +77,7 @@ def sentences(count: int) -> list[str]:
 def export_ours(export_dir: str, quantize: str | None) -> None:
     """Exports ours' classifier (all-MiniLM-L6-v2 weights, tokenization in the graph), quantized
     with `quantize` ("int8") if given; the head's initial weights are the same in every export."""
+    import gc
     import warnings
 
     import keras
@@ -94,6 +95,10 @@ def export_ours(export_dir: str, quantize: str | None) -> None:
     keras.utils.set_random_seed(0)
     classifier = BertClassifier(encoder, NUM_CLASSES)
     if quantize:
+        # Keras runs a full gc.collect() for each layer it quantizes; in this short-lived process,
+        # moving what is alive out of the collector's sight first saves ~5 s of export time.
+        gc.collect()
+        gc.freeze()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # layers without weights to quantize say so
             classifier.quantize(quantize)
