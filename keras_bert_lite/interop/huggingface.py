@@ -106,9 +106,7 @@ def read_hf_weights(directory: str | os.PathLike) -> tuple[dict[str, np.ndarray]
         ValueError: naming the file, when it cannot be read.
     """
     directory = os.fspath(directory)
-    single = os.path.join(directory, SAFETENSORS_NAME)
-    index = os.path.join(directory, SAFETENSORS_INDEX_NAME)
-    pytorch = os.path.join(directory, PYTORCH_NAME)
+    single, index, pytorch = (os.path.join(directory, name) for name in WEIGHT_NAMES)
     if os.path.isfile(single):
         return _read_safetensors(single), single
     if os.path.isfile(index):
@@ -139,9 +137,7 @@ def normalize_names(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     for name, value in weights.items():
         if name.startswith("bert."):
             name = name[len("bert."):]
-        if ".LayerNorm." in name or name.startswith("LayerNorm."):
-            name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-        out[name] = value
+        out[name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")] = value
     out.pop("embeddings.position_ids", None)  # a buffer of 0..P-1, not a weight
     # The MLM decoder is tied to the word embeddings and its bias to cls.predictions.bias; drop
     # the copies some files hold, keep anything that differs so it is reported.
@@ -228,7 +224,6 @@ def load_hf_checkpoint(model: keras.Model, directory: str | os.PathLike, strict:
             floating point or holds NaN or infinite values.
         CheckpointMismatchError: (a ValueError) in strict mode, a mismatch.
     """
-    directory = os.fspath(directory)
     theirs, ours = read_hf_config(directory), model_config(model)
     weights, source = read_hf_weights(directory)
     weights = normalize_names(weights)
