@@ -196,7 +196,7 @@ class MaskedLMMasker(TextLayer):
         ['input_word_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights']
     """
 
-    _CONFIG_ARGS = (*_MASK_ARGS, "whole_word_masking", "seed")
+    _CONFIG_ARGS = (*_MASK_ARGS, "whole_word_masking", "vocabulary", "seed")
 
     def __init__(
         self,
@@ -238,14 +238,12 @@ class MaskedLMMasker(TextLayer):
         self.random_token_rate = float(random_token_rate)
         self.max_predictions_per_seq = int(max_predictions_per_seq)
         self.whole_word_masking = bool(whole_word_masking)
-        self.vocabulary = None if vocabulary is None else tuple(vocabulary)
+        self.vocabulary = None if vocabulary is None else list(vocabulary)
         self.seed = seed
         self.padding_id = int(padding_id)
-        self._continuation_ids = None
-        if self.whole_word_masking:
-            self._continuation_ids = [
-                i for i, token in enumerate(self.vocabulary) if token.startswith(SUFFIX_INDICATOR)
-            ]
+        self._continuation_ids = [
+            i for i, token in enumerate(self.vocabulary) if token.startswith(SUFFIX_INDICATOR)
+        ] if self.whole_word_masking else None
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     @classmethod
@@ -287,8 +285,3 @@ class MaskedLMMasker(TextLayer):
         """
         arguments = {name: getattr(self, name) for name in _MASK_ARGS}
         return mask_tokens(input_word_ids, seed, continuation_ids=self._continuation_ids, **arguments)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(vocabulary=None if self.vocabulary is None else list(self.vocabulary))
-        return config
