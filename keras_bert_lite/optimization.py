@@ -74,11 +74,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return ops.where(step < self.num_warmup_steps, warmup, decayed)
 
     def get_config(self):
-        return {
-            "init_lr": self.init_lr,
-            "num_train_steps": self.num_train_steps,
-            "num_warmup_steps": self.num_warmup_steps,
-        }
+        return {name: getattr(self, name) for name in ("init_lr", "num_train_steps", "num_warmup_steps")}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
