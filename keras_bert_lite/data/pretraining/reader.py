@@ -151,11 +151,9 @@ def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Ten
         features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
     )
     masked = masker.mask(original, seed)
-    features = dict(features)
-    features["input_ids"] = tf.ensure_shape(tf.cast(masked["input_word_ids"], tf.int32), original.shape)
-    for name in PREDICTION_FEATURES:
-        dtype = tf.float32 if name == "masked_lm_weights" else tf.int32
-        features[name] = tf.ensure_shape(tf.cast(masked[name], dtype), features[name].shape)
+    features = dict(features, input_ids=tf.ensure_shape(masked["input_word_ids"], original.shape))
+    for name in PREDICTION_FEATURES:  # `mask_tokens` returns them in the stored dtypes
+        features[name] = tf.ensure_shape(masked[name], features[name].shape)
     return features
 
 
