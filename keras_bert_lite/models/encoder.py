@@ -10,9 +10,7 @@ from keras import ops
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.layers import BertEmbeddings, BertPooler, TransformerEncoderBlock
 from keras_bert_lite.models.rebuild import RebuiltModel
-
-# Model inputs, int32 [batch, seq], named as in TF Hub and the Model Garden.
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from keras_bert_lite.text.packer import OUTPUT_NAMES as INPUT_NAMES  # int32 [batch, seq], TF Hub's names
 
 # The Dense sub-layers of each TransformerEncoderBlock that LoRA can target.
 LORA_TARGETS = ("query", "key", "value", "attention_output", "intermediate", "output_dense")

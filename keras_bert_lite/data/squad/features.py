@@ -11,9 +11,8 @@ from tqdm import tqdm
 
 from keras_bert_lite.data.squad.reading import SquadExample
 from keras_bert_lite.data.squad.windows import squad_windows
+from keras_bert_lite.text.packer import OUTPUT_NAMES as MODEL_INPUTS
 from keras_bert_lite.text.packer import BertPackInputs
-
-MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @dataclasses.dataclass
