@@ -32,7 +32,6 @@ from keras_bert_lite.interop.release import (
 )
 from keras_bert_lite.interop.report import LoadReport, restore_weights
 
-CHECKPOINT_NAME = "bert_model.ckpt"
 CONFIG_NAME = "bert_config.json"
 # The files SaveV2 writes from one device: the data shard, then the index that makes the
 # checkpoint visible (the order they are published in).

@@ -196,8 +196,6 @@ class _TwoLogitHead(ClassificationHead):
     _CONFIG_ARGS = ("initializer_range",)
 
     def __init__(self, initializer_range: float = 0.02, **kwargs):
-        kwargs.pop("num_classes", None)
-        kwargs.pop("dropout_rate", None)
         super().__init__(num_classes=2, dropout_rate=0.0, initializer_range=initializer_range, **kwargs)
 
 

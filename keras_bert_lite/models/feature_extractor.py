@@ -47,7 +47,6 @@ class BertFeatureExtractor(TextTaskModel):
     """
 
     CONFIG_ARGS = ("layer_indices", "combine")
-    TRAINS_POOLER = False
 
     def __init__(
         self,
