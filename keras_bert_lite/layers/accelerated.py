@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator, Sequence
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.layers import checks
+
 ENV_VAR = "KERAS_BERT_LITE_ACCELERATED"
 _enabled = os.environ.get(ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
 
@@ -227,16 +229,11 @@ def sparse_softmax_cross_entropy(logits, labels):
     Raises:
         InvalidArgumentError: a label is outside [0, V) (compiled kernels would return NaN).
     """
-    labels = tf.cast(labels, tf.int32)
     num_classes = tf.shape(logits)[-1]
-    checks = [
-        tf.debugging.assert_non_negative(labels, message="sparse_softmax_cross_entropy: negative label"),
-        tf.debugging.assert_less(
-            labels, num_classes, message="sparse_softmax_cross_entropy: label >= number of classes (logits' last dim)"
-        ),
-    ]
-    with tf.control_dependencies(checks):
-        labels = tf.identity(labels)
+    labels = checks.indices_in_range(
+        labels, num_classes, "sparse_softmax_cross_entropy: a negative label or label >= number of classes "
+        "(logits' last dim); labels must be in [0, V)"
+    )
     if not enabled():
         return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     flat_logits = tf.reshape(logits, [-1, num_classes])
