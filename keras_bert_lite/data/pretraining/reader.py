@@ -41,11 +41,9 @@ def pretraining_dataset(
     """Reads pre-training TFRecords into `(features, labels)` batches for `BertPretrainer`.
 
     Args:
-        file_patterns: a glob, a comma-separated list of globs, or a list of them.
+        file_patterns, seq_length, max_predictions_per_seq: as for `check_pretraining_files`.
         batch_size: global batch size; with `input_context`, each input pipeline yields
             `input_context.get_per_replica_batch_size(batch_size)` examples per batch.
-        seq_length: max_seq_length the files were written with.
-        max_predictions_per_seq: max_predictions_per_seq the files were written with.
         dynamic_masking: ignore the stored masks and draw new ones every time a record is read
             (new masks every epoch). The masks come from stateless random ops seeded per batch by
             a `tf.data.Dataset.random` stream, so the dataset's iterator holds no variable and can
