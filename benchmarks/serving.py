@@ -7,9 +7,9 @@ Rows, each measured in its own fresh process (peak memory per row) on the same m
   there) and called through its `serving_default` signature (tokenization runs in the graph).
 - ours_int8: the same classifier (same head weights), exported by the same process after
   `quantize("int8")`, and served the same way. Under the table, its agreement with ours on the
-  same sentences: the share of equal labels and the mean absolute difference of the probabilities. The head is not trained
-  (there is no task), so the labels follow small margins: the agreement is a lower bound of what
-  a trained classifier keeps.
+  same sentences: the share of equal labels and the mean absolute difference of the
+  probabilities. The head is not trained (there is no task), so the labels follow small margins:
+  the agreement is a lower bound of what a trained classifier keeps.
 - keras_hub: `BertTextClassifierPreprocessor` + `BertTextClassifier` (KerasHub 0.32) in one
   `tf.function`.
 - hf: `BertTokenizerFast` + `BertForSequenceClassification` (transformers on PyTorch CPU, eager,
