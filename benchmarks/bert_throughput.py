@@ -100,6 +100,11 @@ def define_flags():
         "rounds", 2, "Each measurement is repeated this many times, rounds interleaved across rows, "
         "and the fastest kept (the machine may be shared)."
     )
+    flags.DEFINE_integer(
+        "ceiling_windows", 5, "Timed windows of 4 matmuls per ceiling sample (after 2 untimed ones); the "
+        "fastest window is the sample."
+    )
+    flags.register_validator("ceiling_windows", lambda value: value > 0, "--ceiling_windows must be positive.")
     flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
@@ -372,15 +377,18 @@ def matmul_ceilings() -> dict:
 
 
 def _matmul_gflops(dtype, shape: tuple[int, int, int]) -> float:
-    """GFLOP/s of an [m, k] x [k, n] tf.matmul in `dtype` (`shape` = (m, k, n)): the best of 5
-    windows of 4 matmuls (long enough that the call overhead is negligible for the CPU's shape)."""
+    """GFLOP/s of an [m, k] x [k, n] tf.matmul in `dtype` (`shape` = (m, k, n)): after 2 untimed
+    matmuls, the best of --ceiling_windows windows of 4 (long enough that the call overhead is
+    negligible for the CPU's shape)."""
     import tensorflow as tf
 
     m, k, n = shape
     a = tf.cast(tf.random.normal((m, k)), dtype)
     b = tf.cast(tf.random.normal((k, n)), dtype)
     step = tf.function(lambda: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)))
-    seconds = min(_time(lambda: step().numpy(), 4, 2) for _ in range(5))
+    for _ in range(2):
+        step().numpy()
+    seconds = min(_time(lambda: step().numpy(), 4, 0) for _ in range(FLAGS.ceiling_windows))
     return 2 * m * k * n / seconds / 1e9
 
 
@@ -468,7 +476,8 @@ def extractor_over_encoder(extractor_step, encoder_step, steps: int, warmup: int
 
 
 def measure(spec: str) -> dict:
-    argv = [sys.executable, __file__, f"--worker={spec}", f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}"]
+    argv = [sys.executable, __file__, f"--worker={spec}", f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}",
+            f"--ceiling_windows={FLAGS.ceiling_windows}"]
     if FLAGS.batch_size:
         argv.append(f"--batch_size={FLAGS.batch_size}")
     done = subprocess.run(argv, capture_output=True, text=True)

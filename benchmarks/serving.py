@@ -2,14 +2,14 @@
 
 Rows, each measured in its own fresh process (peak memory per row) on the same machine in one run:
 - ours: a `BertClassifier` + `BertPreprocessor` exported with `keras_bert_lite.export.
-  export_saved_model` by a separate process (as a deployment exports once), loaded by the
-  measured process with `tf.saved_model.load` (keras_bert_lite not imported there) and called
-  through its `serving_default` signature (tokenization runs in the graph).
-- ours_int8: the same classifier (same head weights) after `quantize("int8")`, exported and served
-  the same way. Under the table, its agreement with ours on the same sentences: the share of
-  equal labels and the mean absolute difference of the probabilities. The head is not trained
-  (there is no task), so the labels follow small margins: the agreement is a lower bound of what
-  a trained classifier keeps.
+  export_saved_model` by a separate process before any row is measured (as a deployment exports
+  once), loaded by the measured process with `tf.saved_model.load` (keras_bert_lite not imported
+  there) and called through its `serving_default` signature (tokenization runs in the graph).
+- ours_int8: the same classifier (same head weights), exported by the same process after
+  `quantize("int8")`, and served the same way. Under the table, its agreement with ours on the
+  same sentences: the share of equal labels and the mean absolute difference of the
+  probabilities. The head is not trained (there is no task), so the labels follow small margins:
+  the agreement is a lower bound of what a trained classifier keeps.
 - keras_hub: `BertTextClassifierPreprocessor` + `BertTextClassifier` (KerasHub 0.32) in one
   `tf.function`.
 - hf: `BertTokenizerFast` + `BertForSequenceClassification` (transformers on PyTorch CPU, eager,
@@ -42,14 +42,15 @@ from absl import app, flags, logging  # noqa: E402
 
 FLAGS = flags.FLAGS
 LIBRARIES = ("ours", "ours_int8", "keras_hub", "hf")
+OURS = ("ours", "ours_int8")  # the rows served from an export of ours' classifier
 flags.DEFINE_list("libraries", list(LIBRARIES), "Rows to measure.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per example (padded/truncated).")
 flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (latency percentiles).")
 flags.DEFINE_integer("batches", 10, "Timed batch-32 calls (throughput).")
 flags.DEFINE_integer("warmup", 3, "Untimed calls of each batch size.")
 flags.DEFINE_string("worker", None, "Internal: measure one library and print JSON.")
-flags.DEFINE_string("export_to", None, "Internal: export ours' classifier SavedModel to this folder.")
-flags.DEFINE_string("quantize", None, "Internal: with --export_to, quantize the classifier this way first.")
+flags.DEFINE_string("export_to", None, "Internal: the folder of ours' exported classifiers, one per row of "
+                    "--libraries (written alone, read with --worker).")
 
 BATCH = 32
 NUM_CLASSES = 2
@@ -74,9 +75,10 @@ def sentences(count: int) -> list[str]:
     return [found[i % len(found)] for i in range(count)]
 
 
-def export_ours(export_dir: str, quantize: str | None) -> None:
-    """Exports ours' classifier (all-MiniLM-L6-v2 weights, tokenization in the graph), quantized
-    with `quantize` ("int8") if given; the head's initial weights are the same in every export."""
+def export_ours(export_dir: str, rows: list[str]) -> None:
+    """Exports ours' classifier (all-MiniLM-L6-v2 weights, tokenization in the graph) to
+    `export_dir`/<row> for each of `rows` in `OURS`: as it is ("ours"), then quantized to int8
+    ("ours_int8"), so that both have the same head weights."""
     import gc
     import warnings
 
@@ -94,28 +96,33 @@ def export_ours(export_dir: str, quantize: str | None) -> None:
     preprocessor = BertPreprocessor(os.path.join(directory, "vocab.txt"), seq_length=FLAGS.seq_length)
     keras.utils.set_random_seed(0)
     classifier = BertClassifier(encoder, NUM_CLASSES)
-    if quantize:
+    if "ours" in rows:
+        export_saved_model(classifier, preprocessor, os.path.join(export_dir, "ours"))
+    if "ours_int8" in rows:
         # Keras runs a full gc.collect() for each layer it quantizes; in this short-lived process,
         # moving what is alive out of the collector's sight first saves ~5 s of export time.
         gc.collect()
         gc.freeze()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # layers without weights to quantize say so
-            classifier.quantize(quantize)
-    export_saved_model(classifier, preprocessor, export_dir)
+            classifier.quantize("int8")
+        export_saved_model(classifier, preprocessor, os.path.join(export_dir, "ours_int8"))
 
 
-def ours_predictor(quantize: str | None = None):
+def export_rows(export_dir: str, rows: list[str]) -> str | None:
+    """Runs `export_ours` in its own process; returns its last error line if it failed, else None."""
+    argv = [sys.executable, __file__, f"--export_to={export_dir}", f"--seq_length={FLAGS.seq_length}",
+            f"--libraries={','.join(rows)}"]
+    exported = subprocess.run(argv, capture_output=True, text=True)
+    if exported.returncode:
+        return (exported.stderr.strip().splitlines() or ["no output"])[-1]
+    return None
+
+
+def ours_predictor(export_dir: str):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 
-    export_dir = os.path.join(tempfile.mkdtemp(), "classifier")
-    argv = [sys.executable, __file__, f"--export_to={export_dir}", f"--seq_length={FLAGS.seq_length}"]
-    argv += [f"--quantize={quantize}"] if quantize else []
-    exported = subprocess.run(argv, capture_output=True, text=True)
-    if exported.returncode:
-        lines = exported.stderr.strip().splitlines() or ["no output"]
-        raise SystemExit(f"exporting ours' classifier failed: {lines[-1]}")
     loaded = tf.saved_model.load(export_dir)
     serve = loaded.signatures["serving_default"]
     return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
@@ -162,9 +169,10 @@ def hf_predictor():
 
 
 def run_worker(library: str) -> dict:
-    predictors = {"ours": ours_predictor, "ours_int8": lambda: ours_predictor("int8"),
-                  "keras_hub": keras_hub_predictor, "hf": hf_predictor}
-    predict = predictors[library]()
+    if library in OURS:
+        predict = ours_predictor(os.path.join(FLAGS.export_to, library))
+    else:
+        predict = {"keras_hub": keras_hub_predictor, "hf": hf_predictor}[library]()
     texts = sentences(FLAGS.calls + BATCH * FLAGS.batches)
     for i in range(FLAGS.warmup):
         predict(texts[i : i + 1])
@@ -192,8 +200,8 @@ def run_worker(library: str) -> dict:
     }
 
 
-def measure(library: str) -> dict:
-    argv = [sys.executable, __file__, f"--worker={library}"] + [
+def measure(library: str, export_dir: str) -> dict:
+    argv = [sys.executable, __file__, f"--worker={library}", f"--export_to={export_dir}"] + [
         f"--{name}={getattr(FLAGS, name)}" for name in ("seq_length", "calls", "batches", "warmup")
     ]
     done = subprocess.run(argv, capture_output=True, text=True)
@@ -204,16 +212,20 @@ def measure(library: str) -> dict:
 
 def main(argv):
     del argv
-    if FLAGS.export_to:
-        export_ours(FLAGS.export_to, FLAGS.quantize)
-        return
     if FLAGS.worker:
         print(json.dumps(run_worker(FLAGS.worker)))
+        return
+    if FLAGS.export_to:
+        export_ours(FLAGS.export_to, FLAGS.libraries)
         return
     unknown = set(FLAGS.libraries) - set(LIBRARIES)
     if unknown:
         raise app.UsageError(f"--libraries: unknown {sorted(unknown)}; choose from {', '.join(LIBRARIES)}.")
-    rows = {lib: measure(lib) for lib in tqdm.tqdm(FLAGS.libraries, desc="libraries", file=sys.stderr)}
+    export_dir = tempfile.mkdtemp()
+    ours_rows = [lib for lib in FLAGS.libraries if lib in OURS]
+    failed = export_rows(export_dir, ours_rows) if ours_rows else None
+    rows = {lib: {"error": f"exporting ours' classifier failed: {failed}"} if failed and lib in OURS
+            else measure(lib, export_dir) for lib in tqdm.tqdm(FLAGS.libraries, desc="libraries", file=sys.stderr)}
     logging.info("load average after the run: %.1f", os.getloadavg()[0])
     print(f"serving, raw strings -> probabilities, seq {FLAGS.seq_length}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")

@@ -55,7 +55,7 @@ def _run(*flags):
 @pytest.mark.subprocess
 def test_short_run_prints_every_row_with_ratios_per_precision():
     done = _run("--configs=small", "--modes=infer", "--libraries=ours,ours_xla_bf16,matmuls",
-                "--batch_size=2", "--steps=1", "--warmup=1", "--rounds=1")
+                "--batch_size=2", "--steps=1", "--warmup=1", "--rounds=1", "--ceiling_windows=1")
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert any(line.startswith("tf.matmul ceiling, float32: ") for line in lines)

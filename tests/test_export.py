@@ -71,9 +71,9 @@ def _squad_answers(model, preprocessor, version_2=False, threshold=0.0, question
     examples = [SquadExample(str(n), q, c, [], -1) for n, (q, c) in enumerate(zip(questions, contexts))]
     layout = dict(max_query_length=QA_LAYOUT["max_query_length"], doc_stride=QA_LAYOUT["doc_stride"])
     features = squad_features(examples, preprocessor.tokenizer, max_seq_length=SEQ_LENGTH, **layout)
-    outputs = model.predict(features.model_inputs(), batch_size=7, verbose=0)
+    outputs = model(features.model_inputs(), training=False)  # one eager call: no predict function traced
     predictions = predict_answers(
-        examples, features, outputs["start_logits"], outputs["end_logits"],
+        examples, features, outputs["start_logits"].numpy(), outputs["end_logits"].numpy(),
         max_answer_length=QA_LAYOUT["max_answer_length"], version_2_with_negative=version_2,
         null_score_diff_threshold=threshold,
     )

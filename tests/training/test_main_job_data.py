@@ -2,7 +2,9 @@
 
 import dataclasses
 import json
+import pathlib
 import re
+import shutil
 
 import main_job_data  # tpu/, on sys.path through conftest.py
 import pytest
@@ -59,28 +61,25 @@ def test_shown_sentences_follow_the_fixed_rule():
     assert main_job_data.masked_word_position(tokenizer, "The model reads, every word.", 3) == 5
 
 
-@pytest.fixture(scope="module")
-def settings():
-    return main_job_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=32,
-                                      max_predictions_per_seq=5, dupe_factor=1, num_shown=2)
-
-
-def test_build_writes_everything_and_reuses_it(settings, tmp_path):
-    data = main_job_data.build_demo_data(str(tmp_path), settings, progress=False)
-    assert data.vocab_file == str(tmp_path / "vocab.txt") and len(data.shown_sentences) == 2
+def test_build_writes_everything_and_reuses_it(demo_data, tmp_path):
+    settings, data = demo_data
+    root = pathlib.Path(data.vocab_file).parent
+    assert data.vocab_file == str(root / "vocab.txt") and len(data.shown_sentences) == 3
     assert data.corpus["documents"] == 60 and data.corpus["heldout_documents"] == 6
-    files = sorted(p.name for p in (tmp_path / "data").iterdir())
+    files = sorted(p.name for p in (root / "data").iterdir())
     assert files == ["heldout.tfrecord", "heldout_documents.json", "manifest.json"] + [
         f"train-{i}.tfrecord" for i in range(4)]
     heldout = main_job_data.read_heldout_documents(data.heldout_documents_file)
     assert len(heldout) == 6 and all(isinstance(s, str) for d in heldout for s in d)
-    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    manifest = json.loads((root / "data" / "manifest.json").read_text())
     assert manifest["settings"]["vocab_size"] == 300 and manifest["corpus"] == data.corpus
-    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "data").iterdir()}
-    assert main_job_data.build_demo_data(str(tmp_path), settings) == data  # reused, not rebuilt
-    assert stamps == {p.name: p.stat().st_mtime_ns for p in (tmp_path / "data").iterdir()}
-    # Other settings rebuild, unless checkpoints were trained on the old data.
-    (tmp_path / "checkpoints").mkdir()
+    stamps = {p.name: p.stat().st_mtime_ns for p in (root / "data").iterdir()}
+    assert main_job_data.build_demo_data(str(root), settings) == data  # reused, not rebuilt
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in (root / "data").iterdir()}
+    # Other settings rebuild, unless checkpoints were trained on the old data (in a copy: the data is shared).
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    (copy / "checkpoints").mkdir()
     with pytest.raises(ValueError, match="has checkpoints but its data was made with other settings"):
-        main_job_data.build_demo_data(str(tmp_path), dataclasses.replace(settings, dupe_factor=2))
-    assert not [p for p in tmp_path.rglob("*") if "partial" in p.name]
+        main_job_data.build_demo_data(str(copy), dataclasses.replace(settings, dupe_factor=2))
+    assert not [p for folder in (root, copy) for p in folder.rglob("*") if "partial" in p.name]

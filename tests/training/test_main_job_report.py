@@ -20,10 +20,10 @@ SEQ, PREDICTIONS, BATCH = 32, 5, 16
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    settings = main_job_data.DemoDataSettings(packages=(), max_documents=60, vocab_size=300, max_seq_length=SEQ,
-                                          max_predictions_per_seq=PREDICTIONS, dupe_factor=1, num_shown=3)
-    return main_job_data.build_demo_data(str(tmp_path_factory.mktemp("demo")), settings, progress=False)
+def data(demo_data):
+    settings, data = demo_data  # conftest.py's, shared with test_main_job_data.py
+    assert (settings.max_seq_length, settings.max_predictions_per_seq, settings.num_shown) == (SEQ, PREDICTIONS, 3)
+    return data
 
 
 @pytest.fixture(scope="module")

@@ -47,23 +47,31 @@ def test_global_batch_shares_add_up_to_the_batch_loss(jobs):
     np.testing.assert_allclose(shares[3:], [float(mlm_accuracy.result()), float(nsp_accuracy.result())], rtol=1e-5)
 
 
-def test_gradient_accumulation_equals_one_large_batch(jobs):
-    """4 micro-batches of 8 and one batch of 32 give the same updates (dropout off, clipping on)."""
+@pytest.fixture(scope="module")
+def large_batch_run(jobs):
+    """The seeded tiny model of jobs.build trained 3 steps on batches of 32 of 96 synthetic examples,
+    the reference of the accumulation and mixed-precision tests: (examples, the loop, its weights
+    before training, its history)."""
     examples = jobs.synthetic_examples(96)
-    strategy = tf.distribute.get_strategy()
-    runs = {}
-    for steps in (1, 4):
-        loop = jobs.build(strategy, 32, gradient_accumulation_steps=steps)
-        assert loop.micro_batch_size == 32 // steps
-        history = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 32))), 3)
-        runs[steps] = history, loop.model.get_weights()
-    (big, big_weights), (accumulated, accumulated_weights) = runs[1], runs[4]
+    loop = jobs.build(tf.distribute.get_strategy(), 32)
+    initial = loop.model.get_weights()
+    history = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 32))), 3)
+    return examples, loop, initial, history
+
+
+def test_gradient_accumulation_equals_one_large_batch(jobs, large_batch_run):
+    """4 micro-batches of 8 and one batch of 32 give the same updates (dropout off, clipping on)."""
+    examples, big_loop, initial, big = large_batch_run
+    loop = jobs.build(tf.distribute.get_strategy(), 32, gradient_accumulation_steps=4)
+    assert (big_loop.micro_batch_size, loop.micro_batch_size) == (32, 8)
+    accumulated = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 32))), 3)
     assert big["gradient_norm"].min() > 1.0  # the clip is active
     np.testing.assert_allclose(accumulated["loss"], big["loss"], rtol=1e-5)
     np.testing.assert_allclose(accumulated["gradient_norm"], big["gradient_norm"], rtol=1e-4)
-    moved = max(np.abs(a - b).max() for a, b in zip(big_weights, jobs.build(strategy, 32).model.get_weights()))
+    big_weights = big_loop.model.get_weights()
+    moved = max(np.abs(a - b).max() for a, b in zip(big_weights, initial))
     assert moved > 1e-3
-    for a, b in zip(big_weights, accumulated_weights):
+    for a, b in zip(big_weights, loop.model.get_weights()):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-5)
 
 
@@ -143,26 +151,24 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
     assert not [p for p in (tmp_path / "export").iterdir() if "partial" in p.name]
 
 
-def test_mixed_float16_trains_with_loss_scaling(jobs):
+def test_mixed_float16_trains_with_loss_scaling(jobs, large_batch_run):
     """mixed_float16 (the GPU setting) through a LossScaleOptimizer: close to the float32 run."""
-    examples = jobs.synthetic_examples(32)
+    examples, _, _, expected = large_batch_run
     strategy = tf.distribute.get_strategy()
-    reference = jobs.build(strategy, 16)
-    expected = reference.train(iter(reference.distribute(jobs.dataset_fn(examples, 16))), 2)
     keras.config.set_dtype_policy("mixed_float16")
     try:
-        keras.utils.set_random_seed(1)
+        keras.utils.set_random_seed(1)  # as jobs.build seeds the float32 run
         pretrainer = BertPretrainer(BertEncoder(jobs.tiny_config()))
         optimizer = keras.optimizers.LossScaleOptimizer(create_optimizer(1e-2, num_train_steps=20, num_warmup_steps=2))
-        loop = PretrainingLoop(strategy, pretrainer, optimizer, 16)
-        history = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 16))), 2)
+        loop = PretrainingLoop(strategy, pretrainer, optimizer, 32)
+        history = loop.train(iter(loop.distribute(jobs.dataset_fn(examples, 32))), 3)
     finally:
         keras.config.set_dtype_policy("float32")
     assert loop.loss_scaling and pretrainer.encoder.embeddings.compute_dtype == "float16"
     assert all(v.dtype == "float32" for v in pretrainer.trainable_variables)
     np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-2)
     np.testing.assert_allclose(history["gradient_norm"], expected["gradient_norm"], rtol=5e-2)
-    assert int(optimizer.iterations) == 2  # no step was skipped
+    assert int(optimizer.iterations) == 3  # no step was skipped
 
 
 def test_init_checkpoint_formats(jobs, tmp_path):
