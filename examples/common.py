@@ -268,13 +268,20 @@ class StopAtStep(keras.callbacks.Callback):
 
 
 def fine_tune(
-    model: keras.Model, make_train_batches: Callable[[], tf.data.Dataset], evaluate: Callable[[], dict], metric: str
+    model: keras.Model,
+    make_train_batches: Callable[[], tf.data.Dataset],
+    evaluate: Callable[[], dict],
+    metric: str,
+    first_batches: tf.data.Dataset | None = None,
 ) -> KeepBest:
-    """`train_and_keep_best` as the flags say: --output_dir, --num_train_epochs, --max_steps, ..."""
+    """`train_and_keep_best` as the flags say: --output_dir, --num_train_epochs, --max_steps, ...
+    (`first_batches`, made here if None, also sizes the epochs)."""
+    if first_batches is None:
+        first_batches = make_train_batches()
     return train_and_keep_best(
         model, make_train_batches, evaluate, metric, FLAGS.output_dir,
-        TrainingPlan.from_flags(int(make_train_batches().cardinality())), FLAGS.save_checkpoints_steps,
-        FLAGS.save_summary_steps,
+        TrainingPlan.from_flags(int(first_batches.cardinality())), FLAGS.save_checkpoints_steps,
+        FLAGS.save_summary_steps, first_batches,
     )
 
 
@@ -287,6 +294,7 @@ def train_and_keep_best(
     plan: TrainingPlan,
     save_checkpoints_steps: int,
     save_summary_steps: int,
+    first_batches: tf.data.Dataset | None = None,
 ) -> KeepBest:
     """Trains a compiled `model`, evaluating after every epoch and keeping the best one.
 
@@ -311,6 +319,8 @@ def train_and_keep_best(
         plan: how many steps to run.
         save_checkpoints_steps: steps between backups.
         save_summary_steps: steps between training scalars.
+        first_batches: a dataset from `make_train_batches` not read yet, for the first `fit` (building
+            one traces its tokenization again, which takes seconds); None: a new one.
 
     Returns:
         The `KeepBest` callback: `history` holds every epoch's evaluation.
@@ -337,7 +347,9 @@ def train_and_keep_best(
         steps, epochs = (plan.steps_per_epoch - done, epoch + 1) if done else (
             plan.steps_per_epoch, math.ceil(plan.total_steps / plan.steps_per_epoch))
         # shuffle=False: the dataset shuffles itself (Keras would warn that it ignores shuffle=True).
-        model.fit(make_train_batches().repeat().skip(step), initial_epoch=epoch, epochs=epochs, steps_per_epoch=steps,
+        batches = make_train_batches() if first_batches is None else first_batches
+        first_batches = None
+        model.fit(batches.repeat().skip(step), initial_epoch=epoch, epochs=epochs, steps_per_epoch=steps,
                   callbacks=callbacks, shuffle=False, verbose=1)
         if int(model.optimizer.iterations) <= step:
             raise RuntimeError(f"Training stopped at step {step} before step {plan.total_steps}.")

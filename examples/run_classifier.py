@@ -42,11 +42,11 @@ def _texts(data: ClassificationData):
     return data.text_a if data.text_b is None else (data.text_a, data.text_b)
 
 
-def predict(model: keras.Model, data: ClassificationData, preprocessor) -> np.ndarray:
-    """Scores [N, num_classes] for `data`, in order: logits or probabilities, whichever `predict`
-    returns (only their argmax is used), or the regression value [N, 1]."""
-    return model.predict(text_dataset(_texts(data), preprocessor=preprocessor, batch_size=FLAGS.eval_batch_size),
-                         verbose=0)
+def eval_batches(data: ClassificationData, preprocessor):
+    """`data`'s texts in order, in batches of --eval_batch_size, for `model.predict`: logits or
+    probabilities [N, num_classes] (only their argmax is used), or the regression value [N, 1].
+    Built once per split (each build traces the tokenization again)."""
+    return text_dataset(_texts(data), preprocessor=preprocessor, batch_size=FLAGS.eval_batch_size)
 
 
 def _label_names(task) -> list[str] | None:
@@ -76,7 +76,8 @@ def main(argv):
             seed=FLAGS.seed, num_classes=task.num_classes,
         )
 
-    train_batches()  # checks the labels before the model is built
+    first_batches = train_batches()  # checks the labels before the model is built
+    dev_batches = eval_batches(dev, preprocessor)
     model = BertClassifier(encoder, task.num_classes)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), []
@@ -91,20 +92,21 @@ def main(argv):
         return logits[:, 0] if task.is_regression else np.argmax(logits, axis=-1)
 
     def evaluate():
-        return glue_metrics(task, dev.labels, to_predictions(predict(model, dev, preprocessor)))
+        return glue_metrics(task, dev.labels, to_predictions(model.predict(dev_batches, verbose=0)))
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)  # every input has been read and checked
-    keep_best = common.fine_tune(model, train_batches, evaluate, task.metric_names[0])
+    keep_best = common.fine_tune(model, train_batches, evaluate, task.metric_names[0], first_batches)
 
     model = keras.models.load_model(os.path.join(FLAGS.output_dir, common.BEST_MODEL_NAME), compile=False)
-    logits = predict(model, dev, preprocessor)
+    logits = model.predict(dev_batches, verbose=0)
     results = glue_metrics(task, dev.labels, to_predictions(logits))
     common.write_json(os.path.join(FLAGS.output_dir, "eval_results.json"),
                       {"best": results, "epochs": keep_best.history})
     _write_predictions(os.path.join(FLAGS.output_dir, "dev_predictions.tsv"), dev, logits, label_names)
     if test is not None:
-        _write_predictions(os.path.join(FLAGS.output_dir, "test_results.tsv"), test,
-                           predict(model, test, preprocessor), None if task.is_regression else list(task.labels))
+        test_logits = model.predict(eval_batches(test, preprocessor), verbose=0)
+        _write_predictions(os.path.join(FLAGS.output_dir, "test_results.tsv"), test, test_logits,
+                           None if task.is_regression else list(task.labels))
     if FLAGS.export_dir:
         export_saved_model(model, preprocessor, FLAGS.export_dir, labels=label_names, text_pair=task.is_pair)
         logging.info("Exported the SavedModel to %s", FLAGS.export_dir)

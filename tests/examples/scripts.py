@@ -29,11 +29,10 @@ _LOADED_FLAGS: set[str] = set()
 sys.modules.setdefault("script_test_helpers", sys.modules[__name__])
 
 
-def load_script(path: os.PathLike) -> types.ModuleType:
-    """Imports the script at `path` as a new module, its folder first on `sys.path` (for its sibling
-    imports: `common`, `script_runner`, `main_job_data`). The absl flags of scripts loaded before,
-    and those it defines itself, are dropped first, so any script can be loaded (again) in one
-    process."""
+def forget_flags(path: os.PathLike) -> None:
+    """Puts the script at `path` on `sys.path` (for its sibling imports: `common`, `script_runner`,
+    `main_job_data`) and drops the absl flags of scripts loaded before and those it defines itself,
+    so that it can be run (again) in this process."""
     path = pathlib.Path(path)
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))
@@ -44,6 +43,12 @@ def load_script(path: os.PathLike) -> types.ModuleType:
     for name in _LOADED_FLAGS:
         if name in flags.FLAGS:
             delattr(flags.FLAGS, name)
+
+
+def load_script(path: os.PathLike) -> types.ModuleType:
+    """Imports the script at `path` as a new module, after `forget_flags(path)`."""
+    path = pathlib.Path(path)
+    forget_flags(path)
     spec = importlib.util.spec_from_file_location(f"{path.stem}_script", path)
     module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # as an import would (dataclasses)
     spec.loader.exec_module(module)

@@ -63,8 +63,9 @@ def _model(**kwargs):
 
 def _train(model, output_dir, plan, scores=None):
     scores = iter(scores or [0.5, 0.6, 0.7, 0.8])
+    # The first dataset is given, as the scripts give theirs (`fine_tune`); later fits make new ones.
     return common.train_and_keep_best(model, _batches, lambda: {"score": next(scores)}, "score", str(output_dir),
-                                      plan, save_checkpoints_steps=1, save_summary_steps=1)
+                                      plan, save_checkpoints_steps=1, save_summary_steps=1, first_batches=_batches())
 
 
 def _scalar_steps(log_dir, tag):
