@@ -182,7 +182,8 @@ class EncoderTaskModel(RebuiltModel):
         TensorFlow then traces that step a second time (a `tf.function` that creates variables is
         traced again without them), which doubles the set-up time of the first `fit`. Building them
         here, as Keras does under a strategy, makes the same zero-initialised variables for the
-        same `trainable_variables`, so training is unchanged.
+        same `trainable_variables`, so training is unchanged. (Metrics compiled by name, e.g.
+        `metrics=["accuracy"]`, are still built in the first trace, as Keras does.)
         """
         optimizer = getattr(self, "optimizer", None)  # set by `compile`
         if self.built and optimizer is not None and not optimizer.built:
