@@ -124,8 +124,7 @@ def test_span_labeler_fits_question_context_strings_with_squad_answers(parts):
     assert [windows[0][labels[end][0]] for end in ends] == [vocab["ann"]] * 2
     assert [windows[1][labels[end][1]] for end in ends] == [vocab["angela"], vocab["merkel"]]
     qa.compile(optimizer=keras.optimizers.Adam(3e-3))
-    # Both accuracies reach 1.0 by the third epoch (five initial seeds); 10 epochs leave the margin.
-    history = qa.fit((questions, contexts), answers, batch_size=2, epochs=10, verbose=0).history
+    history = qa.fit((questions, contexts), answers, batch_size=2, epochs=30, verbose=0).history
     assert history["start_accuracy"][-1] == 1.0 and history["end_accuracy"][-1] == 1.0
     found = qa.predict_answers(questions, contexts, max_query_length=8, doc_stride=8)
     assert [a["answer"] for a in found] == ["Ann", "Angela Merkel"]
