@@ -23,7 +23,11 @@ def encoder():
     return BertEncoder(TINY)
 
 
-def test_parameter_counts_match_the_paper():
+def test_parameter_counts_match_the_paper(monkeypatch):
+    # The count needs the real weights' shapes, not their values: zeros in place of 445M truncated-normal
+    # draws build both encoders in ~2 s instead of ~14 s.
+    monkeypatch.setattr(keras.initializers.TruncatedNormal, "__call__",
+                        lambda self, shape, dtype=None: keras.ops.zeros(shape, dtype))
     assert BertEncoder(BertConfig.preset("base")).count_params() == 109_482_240
     assert BertEncoder(BertConfig.preset("large")).count_params() == 335_141_888
 

@@ -93,8 +93,9 @@ def test_loss_matches_the_original_formula(pretrainer):
 
 def test_fit_overfits_a_small_batch(pretrainer):
     features, labels = _batch()
-    pretrainer.compile(optimizer=keras.optimizers.Adam(2e-3))
-    history = pretrainer.fit(features, labels, batch_size=8, epochs=80, verbose=0).history
+    # 30 steps at 3e-3 cut the loss 53-65x (five initial seeds); 80 steps at 2e-3 took ~500x.
+    pretrainer.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = pretrainer.fit(features, labels, batch_size=8, epochs=30, verbose=0).history
     assert history["loss"][-1] < history["loss"][0] / 10
     result = pretrainer.evaluate(features, labels, verbose=0, return_dict=True)
     assert result["mlm_accuracy"] > 0.9 and result["nsp_accuracy"] > 0.9
