@@ -158,6 +158,8 @@ def make_preprocessor(vocab_file: str, config: BertConfig, seq_length: int, lowe
         ValueError: `seq_length` exceeds `config.max_position_embeddings`, or the vocabulary has
             more tokens than `config.vocab_size` (its ids would fall outside the embedding table).
     """
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
     if not 2 < seq_length <= config.max_position_embeddings:
         raise ValueError(
             f"seq_length must be in [3, max_position_embeddings={config.max_position_embeddings}], "
