@@ -31,6 +31,20 @@ TOP_K = 5
 _READ_BATCH = 1024
 
 
+def heldout_steps(heldout_files: str, global_batch_size: int) -> int:
+    """Whole global batches in the held-out TFRecords (a last partial batch is left out); checked
+    before training too, so that too small a held-out set stops the run before its long part.
+
+    Raises:
+        ValueError: the held-out data has fewer examples than one global batch.
+    """
+    examples = sum(1 for _ in tf.data.TFRecordDataset(tf.io.gfile.glob(heldout_files)))
+    if examples < global_batch_size:
+        raise ValueError(f"The held-out data {heldout_files} has {examples} examples, fewer than one batch "
+                         f"({global_batch_size}); use more documents.")
+    return examples // global_batch_size
+
+
 def evaluate_heldout(
     loop, heldout_files: str, seq_length: int, max_predictions_per_seq: int
 ) -> dict[str, float]:
@@ -48,11 +62,7 @@ def evaluate_heldout(
     Raises:
         ValueError: the held-out data has fewer examples than one global batch.
     """
-    examples = sum(1 for _ in tf.data.TFRecordDataset(tf.io.gfile.glob(heldout_files)))
-    steps = examples // loop.global_batch_size
-    if steps < 1:
-        raise ValueError(f"The held-out data {heldout_files} has {examples} examples, fewer than one batch "
-                         f"({loop.global_batch_size}); use more documents.")
+    steps = heldout_steps(heldout_files, loop.global_batch_size)
     iterator = iter(loop.distribute(lambda context: pretraining_dataset(
         heldout_files, loop.global_batch_size, seq_length, max_predictions_per_seq, is_training=False,
         input_context=context)))

@@ -298,6 +298,11 @@ def main(argv):
         vocab_file, train_files = data.vocab_file, data.train_files
         # Made now, so that too few held-out documents for it stop the run before training.
         transfer_task = build_transfer_task(data) if FLAGS.transfer_learning_rates else None
+        try:  # the held-out evaluation ends every main-job run: too little data for it stops the run now
+            main_job_report.heldout_steps(data.heldout_files, FLAGS.train_batch_size)
+        except ValueError as e:
+            raise ValueError(f"--max_documents={FLAGS.max_documents}, --train_batch_size={FLAGS.train_batch_size}: "
+                             f"{e}") from None
         vocab_size = len(load_vocabulary(vocab_file))
     config = model_config(vocab_size, config_file)
     loop = build_loop(strategy, config, init_checkpoint)

@@ -321,3 +321,13 @@ def test_too_few_held_out_documents_for_the_transfer_task_stop_before_training(t
                     r"or more; 8 are needed \(two per split\)\. Use a larger --max_documents, or "
                     r"--transfer_learning_rates= to skip the transfer task\.$", error), error
     assert not (tmp_path / "out" / "checkpoints").exists()
+
+
+def test_too_small_a_held_out_set_stops_before_training(tmp_path, capfd):
+    error = _scripts().one_error(SCRIPT, capfd, "--corpus_packages=", "--max_documents=40", "--vocab_size=300",
+                                 "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",
+                                 "--transfer_learning_rates=", "--train_batch_size=512", "--num_train_steps=10",
+                                 f"--output_dir={tmp_path}/out")
+    assert re.match(r"--max_documents=40, --train_batch_size=512: The held-out data \S+ has \d+ examples, fewer "
+                    r"than one batch \(512\); use more documents\.$", error), error
+    assert not (tmp_path / "out" / "checkpoints").exists()
