@@ -23,13 +23,8 @@ def _classifier():
     return kbl.BertClassifier(kbl.BertEncoder(kbl.BertConfig.preset("tiny", vocab_size=VOCAB_SIZE)), num_classes=2)
 
 
-def _fitted(model, keras_own_train_function: bool):
-    """`model` after two epochs of two batches, counting how often its train step was traced."""
-    rng = np.random.default_rng(0)
-    x, y = _features(rng, 2 * BATCH), rng.integers(0, 2, 2 * BATCH)
-    model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss="sparse_categorical_crossentropy")
-    if keras_own_train_function:  # the reference: Keras' path, which builds the optimizer inside the trace
-        model.make_train_function = functools.partial(keras.Model.make_train_function, model)
+def _counting_traces(model) -> list:
+    """A list that gains an item each time `model`'s train step is traced."""
     traced = []
     train_step = model.train_step
 
@@ -38,6 +33,17 @@ def _fitted(model, keras_own_train_function: bool):
         return train_step(data)
 
     model.train_step = counted_train_step
+    return traced
+
+
+def _fitted(model, keras_own_train_function: bool):
+    """`model` after two epochs of two batches, counting how often its train step was traced."""
+    rng = np.random.default_rng(0)
+    x, y = _features(rng, 2 * BATCH), rng.integers(0, 2, 2 * BATCH)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss="sparse_categorical_crossentropy")
+    if keras_own_train_function:  # the reference: Keras' path, which builds the optimizer inside the trace
+        model.make_train_function = functools.partial(keras.Model.make_train_function, model)
+    traced = _counting_traces(model)
     model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)
     return model, len(traced)
 
@@ -62,13 +68,6 @@ def test_pretrainer_first_fit_traces_once():
         "next_sentence_labels": rng.integers(0, 2, (BATCH, 1)).astype("int32"),
     }
     pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3))
-    traced = []
-    train_step = pretrainer.train_step
-
-    def counted_train_step(data):
-        traced.append(1)
-        return train_step(data)
-
-    pretrainer.train_step = counted_train_step
+    traced = _counting_traces(pretrainer)
     pretrainer.fit(features, labels, batch_size=BATCH, epochs=1, verbose=0)
     assert len(traced) == 1
