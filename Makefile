@@ -39,4 +39,4 @@ lint: setup
 # time too, is a group of its own), and tests sharing a module- or session-scoped fixture share one,
 # so it is built once. HYPOTHESIS_PROFILE=thorough runs ten times more property-test examples.
 test: lint
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 --run_slow

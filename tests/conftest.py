@@ -25,6 +25,13 @@ settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--run_slow", action="store_true",
+        help="also run the tests marked slow (fits, exports, fresh processes, reference runs); make test does",
+    )
+
+
 def pytest_collection_finish(session):
     """Moves everything collection created (TensorFlow, Keras, torch, the test modules) out of the
     garbage collector's sight. Keras runs a full `gc.collect()` each time a layer drops a variable
@@ -45,8 +52,11 @@ def _shared_fixture_scopes(item) -> set[str]:
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook, on each worker)
-def pytest_collection_modifyitems(items):
-    """xdist groups (`--dist loadgroup`, as `make test` runs): each group runs on one worker.
+def pytest_collection_modifyitems(config, items):
+    """Skips the tests marked `slow` unless `--run_slow` is given (`make test` gives it), so that
+    `pytest tests/<folder>` is a quick inner loop; then sets the xdist groups.
+
+    xdist groups (`--dist loadgroup`, as `make test` runs): each group runs on one worker.
 
     - Tests marked `subprocess` (fresh Python + TensorFlow processes) form one group: one worker
       runs them one after another, so they never compete with each other for the cores. The docs
@@ -58,6 +68,11 @@ def pytest_collection_modifyitems(items):
 
     xdist hands out the groups with the most tests first and the single tests last.
     """
+    if not config.getoption("--run_slow"):
+        skip = pytest.mark.skip(reason="slow: make test runs it (or add --run_slow)")
+        for item in items:
+            if item.get_closest_marker("slow"):
+                item.add_marker(skip)
     parent: dict[str, str] = {}
 
     def root(scope: str) -> str:

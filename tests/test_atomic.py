@@ -60,6 +60,7 @@ def test_text_and_copy_helpers(tmp_path):
     assert copy_atomically(source, source) == source
 
 
+@pytest.mark.slow
 def test_a_killed_writer_leaves_the_previous_file_whole(tmp_path):
     path = tmp_path / "model.bin"
     path.write_bytes(b"previous")

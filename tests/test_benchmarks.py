@@ -52,6 +52,7 @@ def _run(*flags):
     return subprocess.run([sys.executable, str(BENCHMARK), *flags], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_short_run_prints_every_row_with_ratios_per_precision():
     done = _run("--configs=small", "--modes=infer", "--libraries=ours,ours_xla_bf16,matmuls",
@@ -116,6 +117,7 @@ def test_serving_int8_row_is_measured_with_its_agreement_with_float():
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["train", "infer", "features"])
 def test_our_rows_build_and_run_a_step(bert_throughput, mode):
     """Each of ours' rows builds its step (the model, and for training the optimizer) and runs it once."""

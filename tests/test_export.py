@@ -120,6 +120,7 @@ def exported(tmp_path_factory, real_vocab_file):
     return root, preprocessor, encoder, models, served, threshold
 
 
+@pytest.mark.slow
 def test_classifier_serves_probabilities_and_labels(exported):
     _, preprocessor, _, models, served, _ = exported
     inputs = preprocessor((tf.constant(TEXT_A), tf.constant(TEXT_B)))
@@ -215,6 +216,7 @@ def test_exports_hold_the_model_variables_and_no_optimizer_state(exported):
 LONG_TEXT = " ".join([LONG] * 100)  # ~5,000 words
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_answered_correctly(exported):
     """Empty batches, empty strings, very long strings, invalid UTF-8: correct outputs, no crash."""
     root, preprocessor, encoder, models, _, _ = exported
@@ -252,6 +254,7 @@ def test_bad_inputs_are_answered_correctly(exported):
         assert text == expected.answers[str(n)] == decoded[n][served["answer_start"][n]:served["answer_end"][n]]
 
 
+@pytest.mark.slow
 def test_saved_model_cli_shows_the_serving_signature(exported):
     root = exported[0]
     cli = pathlib.Path(sys.executable).parent / "saved_model_cli"

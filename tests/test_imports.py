@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 import keras_bert_lite
 
 PACKAGE = pathlib.Path(keras_bert_lite.__file__).parent
@@ -99,6 +101,7 @@ def test_no_import_cycle():
     assert not cycles, "import cycles:\n  " + "\n  ".join(cycles)
 
 
+@pytest.mark.slow
 def test_import_does_not_load_tensorflow_text_or_tfds():
     # A training process reading TFRecords needs neither (tensorflow_text alone is ~120 MB
     # resident); they load on first use of the text tools / TFDS readers.

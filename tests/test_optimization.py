@@ -241,6 +241,7 @@ def _train_bert_like(make_optimizer, mode, steps=8, checkpoint_to=None, restore_
     return [v.numpy() for v in model.weights + optimizer.variables]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["function", "fit"])
 def test_bert_settings_follow_keras_adamw(mode):
     """`create_optimizer`'s defaults train a model with Embedding, Dense and LayerNorm weights along
@@ -280,6 +281,7 @@ def test_optimizer_variables_are_its_own_slots_only():
     np.testing.assert_array_equal(variables[0].numpy(), np.ones((2, 3)))
 
 
+@pytest.mark.slow
 def test_under_a_two_device_mirrored_strategy():
     """The two tests above under a MirroredStrategy of two replicas, in a fresh process (this file run
     as a script): two logical CPUs must be configured before TensorFlow initializes its devices."""

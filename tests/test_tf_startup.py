@@ -35,6 +35,7 @@ def test_driver_check_agrees_with_the_driver_library():
     assert tf_startup.cuda_driver_missing() is (sys.platform.startswith("linux") and not _driver_present())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not tf_startup.cuda_driver_missing(), reason="an NVIDIA driver is installed here")
 def test_importing_the_package_first_skips_the_gpu_probe():
     result = _run({})
@@ -42,6 +43,7 @@ def test_importing_the_package_first_skips_the_gpu_probe():
     assert "cuInit" not in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_user_setting_wins():
     assert _run({"TF_ENABLED_DEVICE_TYPES": "CPU"}).stdout.strip() == "CPU"
 

@@ -19,6 +19,7 @@ def preprocessor(real_vocab_file):
     return BertPreprocessor(real_vocab_file, seq_length=16)
 
 
+@pytest.mark.slow
 def test_labels_sit_on_the_first_word_piece_of_each_word(preprocessor, real_vocab_file):
     from absl import flags
     from bert import tokenization

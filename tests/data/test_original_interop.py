@@ -48,6 +48,7 @@ def original_runs(corpus_file, real_vocab_file, tmp_path_factory, data_helpers):
     return str(records), [json.loads(line) for line in pairs.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_reader_reads_original_tfrecords(original_runs, data_helpers):
     records, _ = original_runs
     expected = data_helpers.parse_with_original_spec([records])

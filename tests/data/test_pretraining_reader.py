@@ -36,6 +36,7 @@ def test_feature_spec_is_the_original(data_helpers):
     assert pretraining_feature_spec(64, 10) == data_helpers.original_feature_spec(64, 10)
 
 
+@pytest.mark.slow
 def test_evaluation_read_matches_plain_parse(small_generated, data_helpers):
     stats, files, expected = small_generated
     dataset = pretraining_dataset(
@@ -58,6 +59,7 @@ def test_evaluation_read_matches_plain_parse(small_generated, data_helpers):
         np.testing.assert_array_equal(values[name], array, err_msg=name)
 
 
+@pytest.mark.slow
 def test_training_read_static_shapes_repeat_and_seed(small_generated, data_helpers):
     stats, files, _ = small_generated
     seq, max_pred = data_helpers.seq_length, data_helpers.max_predictions
@@ -86,6 +88,7 @@ def test_training_read_static_shapes_repeat_and_seed(small_generated, data_helpe
     assert not np.array_equal(first[0], in_order.numpy())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_files", [3, 1])
 def test_input_pipelines_split_the_data(small_generated, data_helpers, num_files):
     """Files (or, with fewer files than pipelines, records) are divided between input pipelines."""
@@ -114,6 +117,7 @@ def test_input_pipelines_split_the_data(small_generated, data_helpers, num_files
     assert _rows(parts[0]) | _rows(parts[1]) == _rows(data_helpers.parse_with_original_spec(files))
 
 
+@pytest.mark.slow
 def test_dynamic_masking_remasks_the_same_text(small_generated, real_vocab_file, special_ids, data_helpers):
     stats, files, expected = small_generated
     seq, max_pred = data_helpers.seq_length, data_helpers.max_predictions
@@ -168,6 +172,7 @@ def test_pattern_without_match(tmp_path):
         pretraining_dataset(str(tmp_path / "missing-*.tfrecord"), 8, 128, 20)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "overrides, message",
     [
@@ -194,6 +199,7 @@ def test_bad_record_names_file_record_feature_and_value(tmp_path, data_helpers, 
                 pass
 
 
+@pytest.mark.slow
 def test_unreadable_records_name_file_and_record(tmp_path, data_helpers):
     """Truncated or corrupted files and records that are not tf.train.Examples, behind a good first record."""
     good = data_helpers.example_record()
@@ -252,6 +258,7 @@ def _batches(iterator, count):
     return [tf.nest.map_structure(lambda t: t.numpy(), next(iterator)) for _ in range(count)]
 
 
+@pytest.mark.slow
 def test_dynamic_masking_iterator_saves_and_resumes(small_generated, masker, data_helpers, tmp_path):
     """A mid-stream checkpoint of the iterator restores into a new dataset: the same next batches."""
     _, files, _ = small_generated
@@ -270,6 +277,7 @@ def test_dynamic_masking_iterator_saves_and_resumes(small_generated, masker, dat
     assert not np.array_equal(other[0]["masked_lm_positions"], first[0]["masked_lm_positions"])
 
 
+@pytest.mark.slow
 def test_dynamic_masking_draws_new_masks_every_epoch(small_generated, masker, data_helpers):
     _, files, _ = small_generated
     records = sum(1 for _ in tf.data.TFRecordDataset(files[:1]))

@@ -21,6 +21,7 @@ def _bytes(files):
     return [open(f, "rb").read() for f in files]
 
 
+@pytest.mark.slow
 def test_records_parse_with_original_spec_and_keep_its_invariants(generated, special_ids, data_helpers):
     stats, files, parsed = generated
     seq, max_pred = data_helpers.seq_length, data_helpers.max_predictions
@@ -54,6 +55,7 @@ def test_records_parse_with_original_spec_and_keep_its_invariants(generated, spe
     assert np.isin(parsed["next_sentence_labels"], [0, 1]).all()
 
 
+@pytest.mark.slow
 def test_statistics(generated, special_ids):
     stats, files, parsed = generated
     assert stats.examples == len(parsed["input_ids"]) and stats.output_files == tuple(files)
@@ -82,6 +84,7 @@ def test_examples_spread_round_robin(generated):
     assert sum(counts) == stats.examples and max(counts) - min(counts) <= 1
 
 
+@pytest.mark.slow
 def test_dupe_factor_multiplies_examples(documents, real_vocab_file, tmp_path):
     runs = {
         dupe: create_pretraining_data(
@@ -106,6 +109,7 @@ def test_dupe_factor_multiplies_examples(documents, real_vocab_file, tmp_path):
     assert abs(ratio - 3) < 0.15
 
 
+@pytest.mark.slow
 def test_reproducible_with_seed(documents, real_vocab_file, tmp_path):
     def run(name, seed):
         files = [str(tmp_path / name / f"{i}.tfrecord") for i in range(2)]

@@ -28,6 +28,7 @@ def _flat_logits(features, value=-5.0):
     return np.full(features.input_word_ids.shape, value, "float32"), np.full(features.input_word_ids.shape, value, "float32")
 
 
+@pytest.mark.slow
 def test_span_rules_start_before_end_and_max_answer_length(one_window):
     examples, features = one_window
     start, end = _flat_logits(features)

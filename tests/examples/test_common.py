@@ -78,6 +78,7 @@ def _scalar_steps(log_dir, tag):
     return [step for _, step in sorted(events)]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_trains_on_the_same_batches_to_the_same_weights(tmp_path):
     plan = common.TrainingPlan(steps_per_epoch=4, num_epochs=3)
     keras.utils.set_random_seed(0)

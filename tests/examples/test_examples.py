@@ -124,6 +124,7 @@ def assert_calm(log: str) -> None:
         assert line not in log, line
 
 
+@pytest.mark.slow
 def test_run_classifier_from_our_pretraining_folder(runs):
     code, log, out = _finish(runs, "classifier")
     assert code == 0, log[-3000:]
@@ -175,6 +176,7 @@ def test_help_lists_the_scripts_own_flags(scripts, capfd, monkeypatch):
         assert "--tt_check_filter" not in out  # absl/TF's own flags stay in --helpfull
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
     """Killed after a backup, the same command continues from it to the planned step count."""
     out = tmp_path / "mrpc"

@@ -429,6 +429,7 @@ def load_target():
     return _random_pretrainer(seed=8)
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(part=st.sampled_from(["index", "data-00000-of-00001"]), position=st.integers(0, 10**6),
        data=st.binary(min_size=1, max_size=16), cut=st.none() | st.integers(0, 4000))

@@ -60,6 +60,7 @@ def hub(tmp_path, monkeypatch, minilm_dir):
     return {"cache": cache, "snapshot": snapshot, "requested": requested}
 
 
+@pytest.mark.slow
 def test_a_hub_name_loads_the_same_encoder_as_its_folder(hub, minilm_dir, minilm_encoder):
     encoder, preprocessor = from_checkpoint(f"hf://{NAME}", seq_length=24)
     assert hub["requested"] == ["config.json", "vocab.txt", SAFETENSORS_NAME, "tokenizer_config.json"]

@@ -186,6 +186,7 @@ print(json.dumps(in_use_after_forward))
 """
 
 
+@pytest.mark.slow
 def test_activation_dense_keeps_only_its_input_between_the_passes():
     done = subprocess.run(
         [sys.executable, "-c", _FORWARD_MEMORY_SCRIPT], capture_output=True, text=True, timeout=300, check=True,
@@ -362,6 +363,7 @@ def test_block_training_and_inference_compute_the_same_function():
     np.testing.assert_allclose(block(x, mask, training=True), block(x, mask, training=False), rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_environment_variable_turns_the_accelerated_path_off():
     code = "from keras_bert_lite.layers import accelerated; print(accelerated.enabled())"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

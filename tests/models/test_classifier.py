@@ -46,6 +46,7 @@ def test_keras_round_trip(tmp_path):
     np.testing.assert_array_equal(model(x, training=False), loaded(x, training=False))
 
 
+@pytest.mark.slow
 def test_regression_with_one_output_learns_targets():
     keras.utils.set_random_seed(1)
     model = BertClassifier(_encoder(), num_classes=1)

@@ -68,6 +68,7 @@ def test_from_checkpoint_on_each_folder_kind_gives_the_same_model(folders, kind)
     np.testing.assert_allclose(probabilities, reference.predict(TEXTS[:3], verbose=0), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_default_compile_is_berts_adamw_at_a_constant_rate_over_any_number_of_fits(clf):
     optimizer = clf.optimizer
     assert isinstance(optimizer, keras.optimizers.AdamW) and float(optimizer.learning_rate) == pytest.approx(5e-5)
@@ -83,6 +84,7 @@ def test_default_compile_is_berts_adamw_at_a_constant_rate_over_any_number_of_fi
     assert float(optimizer.learning_rate) == pytest.approx(5e-5)
 
 
+@pytest.mark.slow
 def test_the_users_compile_overrides_the_default(folders):
     model = BertClassifier.from_checkpoint(folders["keras"], num_classes=2, seq_length=12)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
@@ -108,6 +110,7 @@ def test_predict_returns_what_calling_the_model_returns_and_softmax_when_asked(c
         BertClassifier(clf.encoder, num_classes=2, activation="relu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("container", ["numpy", "dataset", "pairs", "pair_dataset"])
 def test_every_container_of_text(clf, container):
     pairs = [(TEXTS[i], TEXTS[-1 - i]) for i in range(8)]
@@ -149,6 +152,7 @@ def test_id_inputs_still_work_and_text_needs_a_preprocessor(clf):
         bare.predict(TEXTS, verbose=0)
 
 
+@pytest.mark.slow
 def test_one_keras_file_predicts_on_strings_in_a_fresh_process(clf, tmp_path):
     path = tmp_path / "clf.keras"
     clf.save(path)
@@ -167,6 +171,7 @@ def test_one_keras_file_predicts_on_strings_in_a_fresh_process(clf, tmp_path):
     np.testing.assert_allclose(np.load(str(path) + ".npy"), expected, atol=1e-6)  # same float32 graph
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("frozen_gc")
 @pytest.mark.parametrize("edit", ["lora", "int8"])
 def test_lora_and_quantized_text_models_save_and_load(folders, edit, tmp_path):

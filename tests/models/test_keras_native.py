@@ -76,6 +76,7 @@ def test_per_model_dtype_policy(policy):
     assert restored.dtype_policy.name == policy.name
 
 
+@pytest.mark.slow
 def test_global_mixed_policy_trains():
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("mixed_bfloat16")
@@ -132,6 +133,7 @@ def test_quantized_encoder_layers_are_quantized():
     assert block.attention_layer_norm.quantization_mode is None
 
 
+@pytest.mark.slow
 def test_lora_trains_only_lora_weights_and_round_trips(tmp_path):
     classifier = _build("classifier")
     encoder = classifier.encoder
@@ -160,6 +162,7 @@ def test_lora_trains_only_lora_weights_and_round_trips(tmp_path):
         _build("encoder").enable_lora(4, target_names=["queries"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_keras_export_serves_the_same_outputs(name, tmp_path):
     model = _build(name)
@@ -186,6 +189,7 @@ assert "keras_bert_lite" not in sys.modules
 """
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.usefixtures("frozen_gc")
 def test_exported_quantized_classifier_is_served_without_the_package(tmp_path):
@@ -207,6 +211,7 @@ def test_exported_quantized_classifier_is_served_without_the_package(tmp_path):
     np.testing.assert_allclose(served, classifier(feed), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pretrainer", "token_classifier"])
 def test_jit_compiled_fit(name):
     model = _build(name)

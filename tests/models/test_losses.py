@@ -44,6 +44,7 @@ def pretrainer():
     return BertPretrainer(BertEncoder(CONFIG))
 
 
+@pytest.mark.slow
 def test_fit_path_and_pretraining_loop_agree_on_one_batch(pretrainer):
     """`evaluate` (compute_loss + Keras metrics) and `PretrainingLoop.evaluate` report the same
     losses and accuracies on one batch."""

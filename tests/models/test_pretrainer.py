@@ -91,6 +91,7 @@ def test_loss_matches_the_original_formula(pretrainer):
     np.testing.assert_allclose([mlm_loss, nsp_loss, total], [expected_mlm, expected_nsp, expected_mlm + expected_nsp], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_fit_overfits_a_small_batch(pretrainer):
     features, labels = _batch()
     # 30 steps at 3e-3 cut the loss 53-65x (five initial seeds); 80 steps at 2e-3 took ~500x.

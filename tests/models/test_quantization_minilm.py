@@ -101,6 +101,7 @@ def _mean_pooled(encoder, features):
     return (hidden * mask).sum(1) / mask.sum(1)
 
 
+@pytest.mark.slow
 def test_int8_minilm_embeddings_keep_their_direction(minilm, minilm_dir, task):
     encoder, preprocessor = minilm
     sentences = [s for s, _ in task[1][:128]]
@@ -114,6 +115,7 @@ def test_int8_minilm_embeddings_keep_their_direction(minilm, minilm_dir, task):
     assert cosine.min() >= 0.99, (cosine.min(), cosine.mean())
 
 
+@pytest.mark.slow
 def test_int8_fine_tuned_classifier_keeps_its_held_out_accuracy(minilm, task, tmp_path):
     encoder, preprocessor = minilm
     train, test = task

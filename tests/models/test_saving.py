@@ -44,6 +44,7 @@ def trained():
     return model
 
 
+@pytest.mark.slow
 def test_without_the_optimizer_the_file_holds_the_model_only(trained, tmp_path):
     keras_file = tmp_path / "keras_save.keras"
     keras.Model.save(trained, keras_file, include_optimizer=False)  # Keras' own save ignores the argument
@@ -61,6 +62,7 @@ def test_without_the_optimizer_the_file_holds_the_model_only(trained, tmp_path):
     assert trained.optimizer.iterations.numpy() == 2  # the trained model keeps its optimizer
 
 
+@pytest.mark.slow
 def test_include_optimizer_keeps_it(trained, tmp_path):
     path = save_model(trained, tmp_path / "with_optimizer.keras", include_optimizer=True)
     assert "optimizer" in _weight_groups(path)

@@ -33,6 +33,7 @@ def test_outputs_are_per_position_projections_of_the_sequence_output():
     np.testing.assert_allclose(out["end_logits"], both[..., 1], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_fit_learns_positions_and_round_trips(tmp_path):
     keras.utils.set_random_seed(0)
     model = _model()

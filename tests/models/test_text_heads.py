@@ -30,6 +30,7 @@ def parts(tmp_path_factory):
     return encoder, BertPreprocessor(str(vocab), seq_length=24)
 
 
+@pytest.mark.slow
 def test_span_labeler_answers_strings_with_the_best_span_of_its_logits(parts):
     encoder, preprocessor = parts
     qa = BertSpanLabeler(encoder, preprocessor=preprocessor)
@@ -49,6 +50,7 @@ def test_span_labeler_answers_strings_with_the_best_span_of_its_logits(parts):
         qa.predict_answers([question, question], [context])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_class", [BertSpanLabeler, BertTokenClassifier])
 def test_heads_without_the_pooler_neither_train_nor_lose_it(parts, model_class):
     encoder, _ = parts
@@ -70,6 +72,7 @@ def test_heads_without_the_pooler_neither_train_nor_lose_it(parts, model_class):
         np.testing.assert_array_equal(after.numpy(), before)  # ... and left the pooler as it was (no decay)
 
 
+@pytest.mark.slow
 def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offsets(parts):
     encoder, preprocessor = parts
     tagger = BertTokenClassifier(encoder, num_classes=len(CONLL2003_TAGS), label_names=CONLL2003_TAGS,
@@ -96,6 +99,7 @@ def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offs
         tagger.fit(["Angela Merkel"], [["I-PER"]], verbose=0)
 
 
+@pytest.mark.slow
 def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
     from keras_bert_lite.models.feature_extractor import BertFeatureExtractor
 
@@ -109,6 +113,7 @@ def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
     np.testing.assert_allclose(features, extractor(ids), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_span_labeler_fits_question_context_strings_with_squad_answers(parts):
     encoder, preprocessor = parts
     keras.utils.set_random_seed(4)

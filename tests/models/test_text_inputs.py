@@ -79,6 +79,7 @@ def test_text_pairs_from_every_container(x):
     assert _column(dataset, "a") == TEXTS and _column(dataset, "b") == SECOND
 
 
+@pytest.mark.slow
 def test_features_are_the_preprocessors(prep):
     (single,) = _batches(text_dataset(np.array(TEXTS), preprocessor=prep, batch_size=8))
     pair = _batches(text_dataset(list(zip(TEXTS, SECOND)), preprocessor=prep, batch_size=8))[0]
@@ -124,6 +125,7 @@ def test_shuffle_is_a_seeded_permutation_that_changes_every_epoch():
     assert tuple(_batches(again)[0][1].tolist()) == orders[0]
 
 
+@pytest.mark.slow
 def test_keras_fits_and_predicts_on_text_datasets(prep):
     """The failures people hit with strings in Keras ("Unrecognized data type", "Invalid dtype: str..")."""
     keras.utils.set_random_seed(0)

@@ -4,6 +4,7 @@ import functools
 
 import keras
 import numpy as np
+import pytest
 
 import keras_bert_lite as kbl
 
@@ -48,6 +49,7 @@ def _fitted(model, keras_own_train_function: bool):
     return model, len(traced)
 
 
+@pytest.mark.slow
 def test_first_fit_traces_once_and_trains_as_keras_does():
     ours, ours_traces = _fitted(_classifier(), keras_own_train_function=False)
     reference, reference_traces = _fitted(_classifier(), keras_own_train_function=True)
@@ -57,6 +59,7 @@ def test_first_fit_traces_once_and_trains_as_keras_does():
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=0, atol=1e-6, err_msg=got.path)
 
 
+@pytest.mark.slow
 def test_pretrainer_first_fit_traces_once():
     keras.utils.set_random_seed(0)
     pretrainer = kbl.BertPretrainer(kbl.BertEncoder(kbl.BertConfig.preset("tiny", vocab_size=VOCAB_SIZE)))

@@ -209,6 +209,7 @@ def _combine_segments_reference(segments, seq_length, truncator):
     return {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("truncator", ["round_robin", "waterfall"])
 def test_identical_to_combine_segments_on_random_batches(truncator):
     rng = np.random.default_rng(7)
@@ -234,6 +235,7 @@ def test_identical_to_combine_segments_on_random_batches(truncator):
             np.testing.assert_array_equal(got[name].numpy(), want[name].numpy(), err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_packing_logs_no_onednn_layout_error():
     import os

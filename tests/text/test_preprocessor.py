@@ -53,6 +53,7 @@ def test_matches_original_run_classifier_features(real_vocab_file, real_sentence
         assert out[name].numpy().tolist() == pairs[name], name
 
 
+@pytest.mark.slow
 def test_pairs_as_list_or_tuple_and_in_tf_data(small_vocab):
     preprocessor = BertPreprocessor(small_vocab, seq_length=16)
     a, b = ["The cat sat.", "Hello world"], ["On the mat.", "Again!"]
@@ -79,6 +80,7 @@ def test_bad_input_is_a_clear_error(small_vocab):
         preprocessor((tf.constant(["a", "b"]), tf.constant(["c"])))
 
 
+@pytest.mark.slow
 def test_config_round_trip_and_keras_model_file(tmp_path, real_vocab_file, real_sentences):
     preprocessor = BertPreprocessor(real_vocab_file, seq_length=20, lower_case=True, truncator="waterfall")
     clone = BertPreprocessor.from_config(preprocessor.get_config())

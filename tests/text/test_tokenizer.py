@@ -189,6 +189,7 @@ def test_vocab_file_and_token_list_agree(real_vocab_file, real_vocab):
     assert BertTokenizer(real_vocab).call(text).to_list() == BertTokenizer(real_vocab_file)(text).to_list()
 
 
+@pytest.mark.slow
 def test_config_round_trip_and_keras_file(tmp_path, real_vocab_file, real_sentences):
     tokenizer = BertTokenizer(real_vocab_file, lower_case=False, max_chars_per_token=50)
     clone = BertTokenizer.from_config(tokenizer.get_config())
@@ -203,6 +204,7 @@ def test_config_round_trip_and_keras_file(tmp_path, real_vocab_file, real_senten
     assert reloaded(texts).to_list() == tokenizer(texts).to_list()
 
 
+@pytest.mark.slow
 def test_works_in_tf_data_and_tf_function():
     tokenizer = BertTokenizer(TINY_VOCAB)
     dataset = tf.data.Dataset.from_tensor_slices(["The cat.", "Cats sat!", ""]).batch(2).map(tokenizer)

@@ -109,6 +109,7 @@ def test_pieces_of_a_word_share_its_span_and_overlong_words_are_one_unk(real_voc
     assert _words(texts, starts, ends)[1][-2:] == ["б" * 101, "ok"]
 
 
+@pytest.mark.slow
 def test_scalar_input_tf_function_and_invalid_utf8(real_vocab_file):
     tokenizer = BertTokenizer(real_vocab_file)
     ids, starts, ends = tokenizer.tokenize_with_offsets("Hello, world")
@@ -121,6 +122,7 @@ def test_scalar_input_tf_function_and_invalid_utf8(real_vocab_file):
     assert [text[s:e] for s, e in spans] == [b"caf\xc3", b"ok", b"end"]
 
 
+@pytest.mark.slow
 def test_offsets_in_a_saved_model(tmp_path, small_vocab):
     tokenizer = BertTokenizer(small_vocab, special_tokens_in_strings=True)
 

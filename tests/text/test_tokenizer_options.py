@@ -85,6 +85,7 @@ class TestGoogleTokenizationTest:
         assert (_basic_tokens(f"a{char}b") == ["a", char, "b"]) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower_case", [True, False])
 def test_preserve_unused_tokens_matches_the_original_flag(real_vocab_file, real_sentences,
                                                           original_tokenization, lower_case):
@@ -109,6 +110,7 @@ def test_preserve_unused_tokens_matches_the_original_flag(real_vocab_file, real_
     assert [first[s:e] for s, e in spans] == [b"[unused0]", b"[unused1]"]
 
 
+@pytest.mark.slow
 def test_special_tokens_in_strings_match_hugging_face(minilm_dir, real_vocab_file, real_sentences):
     from transformers import BertTokenizerFast
 
@@ -129,6 +131,7 @@ def test_special_tokens_in_strings_match_hugging_face(minilm_dir, real_vocab_fil
     assert _tokens(BertTokenizer(real_vocab_file), "[MASK]") == ["[", "mask", "]"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower_case, strip_accents",
                          [(True, False), (False, True), (True, True), (False, False)])
 def test_strip_accents_matches_hugging_face(real_vocab_file, real_sentences, edge_cases, lower_case,

@@ -92,6 +92,7 @@ def test_invalid_utf8_is_dropped_as_the_original_does(real_vocab_file, original_
     check()
 
 
+@pytest.mark.slow
 def test_spans_hold_exactly_their_words(real_vocab_file):
     tokenizer = _ours(real_vocab_file)
     # Python's final-sigma rule (which the original follows) looks past punctuation into the neighbouring

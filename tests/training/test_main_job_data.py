@@ -61,6 +61,7 @@ def test_shown_sentences_follow_the_fixed_rule():
     assert main_job_data.masked_word_position(tokenizer, "The model reads, every word.", 3) == 5
 
 
+@pytest.mark.slow
 def test_build_writes_everything_and_reuses_it(demo_data, tmp_path):
     settings, data = demo_data
     root = pathlib.Path(data.vocab_file).parent

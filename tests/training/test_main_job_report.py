@@ -43,6 +43,7 @@ def _read(files, num_examples=None):
     return examples
 
 
+@pytest.mark.slow
 def test_baselines_count_labels_of_the_evaluated_examples(data):
     reference = main_job_report.baselines(data.train_files, data.heldout_files, SEQ, PREDICTIONS, num_examples=32)
     _, train = _read(data.train_files)
@@ -59,6 +60,7 @@ def test_baselines_count_labels_of_the_evaluated_examples(data):
     assert (reference["examples"], reference["masked_tokens"]) == (32, len(heldout_ids))
 
 
+@pytest.mark.slow
 def test_heldout_top5_accuracy_matches_the_model_outputs(data, loop):
     metrics = main_job_report.evaluate_heldout(loop, data.heldout_files, SEQ, PREDICTIONS)
     examples = metrics["examples"]

@@ -52,6 +52,7 @@ def test_same_document_task_needs_two_documents_per_split():
         transfer.same_document_task(documents(7) + [["one ."]] * 5)
 
 
+@pytest.mark.slow
 def test_transfer_gain_compares_both_sides_on_the_test_split(vocab_file, tmp_path):
     task = transfer.same_document_task(documents(16), num_pairs=(64, 32, 32))
     config = BertConfig.preset("tiny", vocab_size=36, hidden_size=32, num_attention_heads=2, intermediate_size=64,

@@ -313,6 +313,7 @@ def test_transfer_fine_tunes_both_sides_reports_and_reruns(killed_and_resumed, t
     assert out[out.index("Transfer to a held-out task"):].strip() == printed
 
 
+@pytest.mark.slow
 def test_too_few_held_out_documents_for_the_transfer_task_stop_before_training(tmp_path, capfd):
     error = _scripts().one_error(SCRIPT, capfd, "--corpus_packages=", "--max_documents=40", "--vocab_size=300",
                                  "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",

@@ -59,6 +59,7 @@ def large_batch_run(jobs):
     return examples, loop, initial, history
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_equals_one_large_batch(jobs, large_batch_run):
     """4 micro-batches of 8 and one batch of 32 give the same updates (dropout off, clipping on)."""
     examples, big_loop, initial, big = large_batch_run
@@ -151,6 +152,7 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
     assert not [p for p in (tmp_path / "export").iterdir() if "partial" in p.name]
 
 
+@pytest.mark.slow
 def test_mixed_float16_trains_with_loss_scaling(jobs, large_batch_run):
     """mixed_float16 (the GPU setting) through a LossScaleOptimizer: close to the float32 run."""
     examples, _, _, expected = large_batch_run
@@ -171,6 +173,7 @@ def test_mixed_float16_trains_with_loss_scaling(jobs, large_batch_run):
     assert int(optimizer.iterations) == 3  # no step was skipped
 
 
+@pytest.mark.slow
 def test_init_checkpoint_formats(jobs, tmp_path):
     """restore_model_weights reads a .keras file, our training checkpoint and a Google checkpoint."""
     loop = jobs.build(tf.distribute.get_strategy(), 8, seed=7)
