@@ -8,9 +8,9 @@ import tensorflow as tf
 from keras_bert_lite.layers import checks
 from keras_bert_lite.text.text_layer import TextLayer
 
-# tensorflow_text (~120 MB resident) is imported where it is used, so that training from
-# TFRecords does not load it. Truncator name -> tensorflow_text trimmer class name.
 OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# Truncator name -> tensorflow_text trimmer class name (tensorflow_text is imported where it is
+# used, as in `tokenizer`).
 _TRIMMERS = {"round_robin": "RoundRobinTrimmer", "waterfall": "WaterfallTrimmer"}
 
 
