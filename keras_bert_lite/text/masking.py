@@ -136,13 +136,10 @@ def _select_whole_words(candidate, continuation, num_to_predict, seed):
     starts = tf.logical_or(tf.logical_and(candidate, tf.logical_not(continuation)), first_candidate)
     word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # word number within the row
     in_word = tf.logical_and(candidate, word >= 0)
-    batch_size, seq_length = tf.shape(candidate)[0], tf.shape(candidate)[1]
-    # Tokens per word, [batch, seq_length] (words are numbered below seq_length).
-    segment = tf.where(in_word, word + seq_length * tf.range(batch_size)[:, tf.newaxis],
-                       batch_size * seq_length)
-    word_size = tf.reshape(
-        tf.math.unsorted_segment_sum(tf.ones_like(segment), segment, batch_size * seq_length + 1)[:-1],
-        [batch_size, seq_length],
+    # Tokens per word, [batch, seq_length] (words are numbered below seq_length; others are not counted).
+    seq_length = tf.shape(candidate)[1]
+    word_size = tf.math.bincount(
+        tf.where(in_word, word, seq_length), minlength=seq_length, maxlength=seq_length, axis=-1
     )
     # Visit words in a random order; take each one that keeps the count within budget.
     keys = tf.where(word_size > 0, tf.random.stateless_uniform(tf.shape(word_size), seed), 2.0)
