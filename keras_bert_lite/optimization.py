@@ -1,11 +1,5 @@
-"""BERT's optimizer: AdamW (or LAMB) with linear warmup, linear decay to zero and clipping.
-
-Example:
-
-    >>> optimizer = create_optimizer(1e-4, num_train_steps=10000, num_warmup_steps=1000)
-    >>> float(optimizer.learning_rate)  # at step 0 of the warmup
-    0.0
-"""
+"""BERT's optimizer: AdamW (or LAMB) with linear warmup, linear decay to zero and clipping
+(`create_optimizer`)."""
 
 from __future__ import annotations
 

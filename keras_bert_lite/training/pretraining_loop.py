@@ -185,18 +185,14 @@ class PretrainingLoop:
         if k == 1:
             gradients, shares = self._micro_step(features, labels, mlm_weight_total, num_examples_total)
         else:
-            split = lambda t: tf.reshape(t, tf.concat([[k, -1], tf.shape(t)[1:]], 0))  # noqa: E731
-            micro_features = tf.nest.map_structure(split, features)
-            micro_labels = tf.nest.map_structure(split, labels)
+            # Every tensor of (features, labels) as [k, batch / k, ...]: k micro-batches.
+            micro_batches = tf.nest.map_structure(
+                lambda t: tf.reshape(t, tf.concat([[k, -1], tf.shape(t)[1:]], 0)), (features, labels)
+            )
 
             def accumulate(i, gradients, shares):
-                pick = lambda t: t[i]  # noqa: E731
-                new_gradients, new_shares = self._micro_step(
-                    tf.nest.map_structure(pick, micro_features),
-                    tf.nest.map_structure(pick, micro_labels),
-                    mlm_weight_total,
-                    num_examples_total,
-                )
+                micro_batch = tf.nest.map_structure(lambda t: t[i], micro_batches)
+                new_gradients, new_shares = self._micro_step(*micro_batch, mlm_weight_total, num_examples_total)
                 return i + 1, [a + b for a, b in zip(gradients, new_gradients)], shares + new_shares
 
             zeros = [tf.zeros_like(v) for v in self.model.trainable_variables]
