@@ -92,18 +92,12 @@ def mask_tokens(
         continuation = tf.logical_and(candidate, tf.gather(is_continuation, ids))
         selected = _select_whole_words(candidate, continuation, num_to_predict, select_seed)
 
-    # Selected positions, ascending, padded with seq_length, cut to max_predictions_per_seq.
-    seq_length = tf.shape(ids)[1]
-    positions = tf.where(selected, tf.range(seq_length)[tf.newaxis, :], seq_length)
-    positions = tf.sort(positions, axis=1)[:, :max_predictions_per_seq]
-    positions = tf.pad(positions, [[0, 0], [0, max_predictions_per_seq - tf.shape(positions)[1]]],
-                       constant_values=seq_length)
-    positions = tf.reshape(positions, [-1, max_predictions_per_seq])  # static width
-    # Padding positions read the padding column (id 0) appended here, so no index is out of
-    # range, also for rows of length 0.
-    labels = tf.gather(tf.pad(ids, [[0, 0], [0, 1]]), positions, batch_dims=1)
-    weights = tf.less(positions, seq_length)
-    positions = tf.where(weights, positions, 0)
+    # The selected positions (ascending) and their ids, zero-padded to max_predictions_per_seq.
+    shape = [None, max_predictions_per_seq]
+    positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(tf.shape(ids)[1]), tf.shape(ids)), selected)
+    labels = tf.ragged.boolean_mask(ids, selected).to_tensor(shape=shape)
+    weights = tf.sequence_mask(positions.row_lengths(), max_predictions_per_seq)
+    positions = positions.to_tensor(shape=shape)
 
     # 80 % [MASK], 10 % random id, 10 % unchanged, decided per token.
     choice = tf.random.stateless_uniform(tf.shape(ids), choice_seed)
