@@ -8,8 +8,6 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
-# Regexes that Keras matches against a variable's own name (not its path): LayerNorm weights are
-# named `gamma` / `beta` and biases `bias` / `output_bias`; none of them gets weight decay.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("gamma", "beta", "bias")
 
 OPTIMIZER_TYPES = ("adamw", "lamb")

@@ -179,9 +179,8 @@ class BertTokenizer(TextLayer):
         The words are BERT's (split on whitespace, punctuation and CJK ideographs, after the text is
         cleaned and normalised), found by the same ops as `call`, so the ids equal `self(inputs)`. All
         pieces of a word share its span, so any run of whole words maps back to a slice of the original
-        string (as SQuAD answers need). A span starts at the word's first character and runs up to the
-        next character that is not dropped by normalisation: control characters and stripped accents
-        right after a word belong to it.
+        string (as SQuAD answers need); characters dropped by normalisation right after a word belong
+        to it (see `normalization.source_spans`).
 
         Args:
             inputs: tf.string tensor of shape [batch] (or a scalar).
