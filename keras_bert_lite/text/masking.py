@@ -141,7 +141,6 @@ def _select_whole_words(candidate, continuation, num_to_predict, seed):
     # Visit words in a random order; take each one that keeps the count within budget.
     keys = tf.where(word_size > 0, tf.random.stateless_uniform(tf.shape(word_size), seed), 2.0)
     order = tf.argsort(keys, axis=1, stable=True)
-
     budget = tf.cast(num_to_predict, tf.float32)
 
     def take_if_fits(state, size):

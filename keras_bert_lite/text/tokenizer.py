@@ -212,8 +212,8 @@ class BertTokenizer(TextLayer):
                 )
                 for offsets in pieces[1:]
             ))
-        # A protected part (blanked, so without pieces) takes its kept token by one gather, not a ragged concat
-        # along axis 1, which makes oneDNN log a false "DT_INT64" error; the parts regroup into strings.
+        # A protected part (blanked, so without pieces) takes its kept token by one gather, not a ragged
+        # concat along axis 1, which makes oneDNN log a false "DT_INT64" error; parts regroup into strings.
         kept = (protected, part_starts.flat_values, part_ends.flat_values)
         n = tf.size(protected)
         source = tf.where(is_protected, n + tf.range(n), tf.range(n))
