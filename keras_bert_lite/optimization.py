@@ -1,11 +1,5 @@
-"""BERT's optimizer: AdamW (or LAMB) with linear warmup, linear decay to zero and clipping.
-
-Example:
-
-    >>> optimizer = create_optimizer(1e-4, num_train_steps=10000, num_warmup_steps=1000)
-    >>> float(optimizer.learning_rate)  # at step 0 of the warmup
-    0.0
-"""
+"""BERT's optimizer: AdamW (or LAMB) with linear warmup, linear decay to zero and clipping
+(`create_optimizer`)."""
 
 from __future__ import annotations
 
@@ -14,8 +8,6 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
-# Regexes that Keras matches against a variable's own name (not its path): LayerNorm weights are
-# named `gamma` / `beta` and biases `bias` / `output_bias`; none of them gets weight decay.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("gamma", "beta", "bias")
 
 OPTIMIZER_TYPES = ("adamw", "lamb")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def _after(checks: list, tensor):
-    """`tensor`, made to run after `checks` in a graph (in eager mode the checks have run)."""
+def after(checks: list, tensor):
+    """`tensor` (dense or ragged), made to run after `checks` in a graph (in eager mode they have run)."""
     checks = [check for check in checks if check is not None]
     if not checks:
         return tensor
@@ -29,7 +29,7 @@ def indices_in_range(indices, upper, message: str):
         tf.debugging.assert_non_negative(indices, message=message),
         tf.debugging.assert_less(indices, tf.cast(upper, tf.int32), message=message),
     ]
-    return _after(checks, indices)
+    return after(checks, indices)
 
 
 def same_shape(tensor, reference_shape, message: str):
@@ -39,7 +39,7 @@ def same_shape(tensor, reference_shape, message: str):
     static, dynamic = reference_shape
     if not tensor.shape.is_compatible_with(static):
         raise ValueError(f"{message}; got shape {tensor.shape} for {static}.")
-    return _after([tf.debugging.assert_equal(tf.shape(tensor), dynamic, message=message)], tensor)
+    return after([tf.debugging.assert_equal(tf.shape(tensor), dynamic, message=message)], tensor)
 
 
 def length_in_range(tensor, limit: int, message: str):
@@ -54,4 +54,4 @@ def length_in_range(tensor, limit: int, message: str):
         tf.debugging.assert_positive(seq, message=message),
         tf.debugging.assert_less_equal(seq, limit, message=message),
     ]
-    return _after(checks, tensor)
+    return after(checks, tensor)

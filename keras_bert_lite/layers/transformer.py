@@ -24,11 +24,9 @@ class TransformerEncoderBlock(ConfigLayer):
         x = LayerNorm(x + Dropout(Dense(SelfAttention(x, mask))))
         x = LayerNorm(x + Dropout(Dense(act(Dense(x)))))
 
-    Every weight lives in a Keras sub-layer created with this layer's dtype policy, and the layer
-    computes through them, so `Model.quantize`, `Dense.enable_lora` and per-layer dtype policies
-    apply as in any Keras model; `keras_bert_lite.layers.accelerated` speeds parts of it up where
-    the sub-layers' modes allow (the query, key and value projections as one matmul, compiled
-    LayerNorm and activation gradients, Philox dropout).
+    It computes through its Keras sub-layers (made with its dtype policy), so `Model.quantize`,
+    `Dense.enable_lora` and dtype policies apply as in any Keras model; `layers.accelerated` says
+    which parts it speeds up and when.
 
     Args:
         num_heads: A, attention heads; must divide the hidden size.

@@ -92,18 +92,12 @@ def mask_tokens(
         continuation = tf.logical_and(candidate, tf.gather(is_continuation, ids))
         selected = _select_whole_words(candidate, continuation, num_to_predict, select_seed)
 
-    # Selected positions, ascending, padded with seq_length, cut to max_predictions_per_seq.
-    seq_length = tf.shape(ids)[1]
-    positions = tf.where(selected, tf.range(seq_length)[tf.newaxis, :], seq_length)
-    positions = tf.sort(positions, axis=1)[:, :max_predictions_per_seq]
-    positions = tf.pad(positions, [[0, 0], [0, max_predictions_per_seq - tf.shape(positions)[1]]],
-                       constant_values=seq_length)
-    positions = tf.reshape(positions, [-1, max_predictions_per_seq])  # static width
-    # Padding positions read the padding column (id 0) appended here, so no index is out of
-    # range, also for rows of length 0.
-    labels = tf.gather(tf.pad(ids, [[0, 0], [0, 1]]), positions, batch_dims=1)
-    weights = tf.less(positions, seq_length)
-    positions = tf.where(weights, positions, 0)
+    # The selected positions (ascending) and their ids, zero-padded to max_predictions_per_seq.
+    shape = [None, max_predictions_per_seq]
+    positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(tf.shape(ids)[1]), tf.shape(ids)), selected)
+    labels = tf.ragged.boolean_mask(ids, selected).to_tensor(shape=shape)
+    weights = tf.sequence_mask(positions.row_lengths(), max_predictions_per_seq)
+    positions = positions.to_tensor(shape=shape)
 
     # 80 % [MASK], 10 % random id, 10 % unchanged, decided per token.
     choice = tf.random.stateless_uniform(tf.shape(ids), choice_seed)
@@ -136,29 +130,30 @@ def _select_whole_words(candidate, continuation, num_to_predict, seed):
     starts = tf.logical_or(tf.logical_and(candidate, tf.logical_not(continuation)), first_candidate)
     word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # word number within the row
     in_word = tf.logical_and(candidate, word >= 0)
-    batch_size, seq_length = tf.shape(candidate)[0], tf.shape(candidate)[1]
-    # Tokens per word, [batch, seq_length] (words are numbered below seq_length).
-    segment = tf.where(in_word, word + seq_length * tf.range(batch_size)[:, tf.newaxis],
-                       batch_size * seq_length)
-    word_size = tf.reshape(
-        tf.math.unsorted_segment_sum(tf.ones_like(segment), segment, batch_size * seq_length + 1)[:-1],
-        [batch_size, seq_length],
+    # Tokens per word, float32 [batch, seq_length] (words are numbered below seq_length; others are not
+    # counted). Float, as are the decisions, because oneDNN logs a false error when the scan below
+    # transposes integers or booleans; the counts are small integers, exact in float32.
+    seq_length = tf.shape(candidate)[1]
+    word_size = tf.math.bincount(
+        tf.where(in_word, word, seq_length), minlength=seq_length, maxlength=seq_length, axis=-1,
+        dtype=tf.float32,
     )
     # Visit words in a random order; take each one that keeps the count within budget.
     keys = tf.where(word_size > 0, tf.random.stateless_uniform(tf.shape(word_size), seed), 2.0)
     order = tf.argsort(keys, axis=1, stable=True)
+    budget = tf.cast(num_to_predict, tf.float32)
 
     def take_if_fits(state, size):
         count, _ = state
-        take = tf.logical_and(size > 0, count + size <= num_to_predict)
-        return count + tf.where(take, size, 0), take
+        take = tf.cast(tf.logical_and(size > 0, count + size <= budget), tf.float32)
+        return count + take * size, take
 
     _, taken_in_order = tf.scan(
         take_if_fits,
         tf.transpose(tf.gather(word_size, order, batch_dims=1)),
-        initializer=(tf.zeros_like(num_to_predict), tf.zeros_like(num_to_predict, tf.bool)),
+        initializer=(tf.zeros_like(budget), tf.zeros_like(budget)),
     )
-    taken = tf.gather(tf.transpose(taken_in_order), tf.argsort(order, axis=1), batch_dims=1)
+    taken = tf.gather(tf.transpose(taken_in_order) > 0, tf.argsort(order, axis=1), batch_dims=1)
     return tf.logical_and(in_word, tf.gather(taken, tf.maximum(word, 0), batch_dims=1))
 
 

@@ -1,9 +1,7 @@
 """BERT's text normalisation in the TensorFlow graph, and the map from normalised back to source bytes.
 
-The original `BasicTokenizer` removes invalid and control characters, then (for uncased models) lower-cases
-with Python's `str.lower` rules and strips accents (NFD, then every non-spacing mark dropped). The same
-steps are done here with core string ops, because tensorflow-text's own BERT normaliser case-folds and
-applies compatibility decomposition ("…" would become "...", "ß" would become "ss").
+`normalize_text` does the original `BasicTokenizer`'s steps with core string ops, because tensorflow-text's
+own BERT normaliser case-folds and applies compatibility decomposition ("…" would become "...", "ß" "ss").
 """
 
 from __future__ import annotations

@@ -5,11 +5,12 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_bert_lite.layers import checks
 from keras_bert_lite.text.text_layer import TextLayer
 
-# tensorflow_text (~120 MB resident) is imported where it is used, so that training from
-# TFRecords does not load it. Truncator name -> tensorflow_text trimmer class name.
 OUTPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# Truncator name -> tensorflow_text trimmer class name (tensorflow_text is imported where it is
+# used, as in `tokenizer`).
 _TRIMMERS = {"round_robin": "RoundRobinTrimmer", "waterfall": "WaterfallTrimmer"}
 
 
@@ -163,10 +164,6 @@ def _check_same_batch_size(segments: list[tf.RaggedTensor]) -> list[tf.RaggedTen
         if len(set(sizes)) > 1:
             raise ValueError(f"All segments must have the same batch size, got {sizes}.")
         return segments
-    with tf.control_dependencies([
-        tf.debugging.assert_equal(
-            s.nrows(), segments[0].nrows(), message="All segments must have the same batch size."
-        )
-        for s in segments[1:]
-    ]):
-        return [tf.identity(s) for s in segments]
+    message = "All segments must have the same batch size."
+    same = [tf.debugging.assert_equal(s.nrows(), segments[0].nrows(), message=message) for s in segments[1:]]
+    return [checks.after(same, s) for s in segments]

@@ -179,9 +179,8 @@ class BertTokenizer(TextLayer):
         The words are BERT's (split on whitespace, punctuation and CJK ideographs, after the text is
         cleaned and normalised), found by the same ops as `call`, so the ids equal `self(inputs)`. All
         pieces of a word share its span, so any run of whole words maps back to a slice of the original
-        string (as SQuAD answers need). A span starts at the word's first character and runs up to the
-        next character that is not dropped by normalisation: control characters and stripped accents
-        right after a word belong to it.
+        string (as SQuAD answers need); characters dropped by normalisation right after a word belong
+        to it (see `normalization.source_spans`).
 
         Args:
             inputs: tf.string tensor of shape [batch] (or a scalar).
@@ -206,19 +205,21 @@ class BertTokenizer(TextLayer):
         parts, part_starts, part_ends, protected = self._protected_words.split(strings)
         is_protected = protected >= 0
         pieces = self._word_pieces(tf.where(is_protected, "", parts.flat_values), with_offsets)
-        keep = is_protected[:, tf.newaxis]
-        kept = [tf.ragged.boolean_mask(protected[:, tf.newaxis], keep)]
         if with_offsets:
-            kept += [tf.ragged.boolean_mask(o.flat_values[:, tf.newaxis], keep) for o in (part_starts, part_ends)]
             pieces = (pieces[0], *(
                 offsets.with_flat_values(
                     offsets.flat_values + tf.gather(part_starts.flat_values, offsets.value_rowids())
                 )
                 for offsets in pieces[1:]
             ))
-        # A protected part has no pieces of its own and one kept token; the parts regroup into strings.
+        # A protected part (blanked, so without pieces) takes its kept token by one gather, not a ragged
+        # concat along axis 1, which makes oneDNN log a false "DT_INT64" error; parts regroup into strings.
+        kept = (protected, part_starts.flat_values, part_ends.flat_values)
+        n = tf.size(protected)
+        source = tf.where(is_protected, n + tf.range(n), tf.range(n))
         return tuple(
-            parts.with_flat_values(tf.concat([values, token], axis=1)).merge_dims(1, 2)
+            parts.with_flat_values(tf.gather(tf.concat([values, token[:, tf.newaxis]], axis=0), source))
+            .merge_dims(1, 2)
             for values, token in zip(pieces, kept)
         )
 

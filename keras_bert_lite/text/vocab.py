@@ -3,7 +3,6 @@ trie, and learning one from a corpus."""
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
@@ -39,9 +38,8 @@ def load_vocabulary(path: str) -> list[str]:
             the line).
     """
     path, data = read_bytes(path, "Vocabulary file")
-    raw_lines = data.splitlines()
     tokens = []
-    for line_number, raw in enumerate(raw_lines, start=1):
+    for line_number, raw in enumerate(data.splitlines(), start=1):
         try:
             tokens.append(raw.decode("utf-8").strip())
         except UnicodeDecodeError as e:
@@ -82,12 +80,6 @@ def validate_vocabulary(tokens: Sequence[str], source: str) -> list[str]:
     return tokens
 
 
-def _removed_by_normalization(char: str) -> bool:
-    return char in ("\x00", "\ufffd") or (
-        unicodedata.category(char) in ("Cc", "Cf") and char not in "\t\n\r"
-    )
-
-
 def wordpiece_trie_tokens(tokens: Sequence[str], max_chars_per_token: int, source: str) -> list[str]:
     """The tokens as tensorflow-text's fast WordPiece trie takes them, ids unchanged.
 
@@ -109,10 +101,12 @@ def wordpiece_trie_tokens(tokens: Sequence[str], max_chars_per_token: int, sourc
         ValueError: naming `source` and the line of a token over 256 bytes (after "##") that a word within
             `max_chars_per_token` could match.
     """
+    # A token that normalisation changes holds a character it removes.
+    cleaned = normalize_text(tf.constant(tokens, tf.string), lower_case=False, strip_accents=False).numpy()
     trie_tokens = []
-    for line_number, token in enumerate(tokens, start=1):
+    for line_number, (token, clean) in enumerate(zip(tokens, cleaned), start=1):
         word = token.removeprefix(SUFFIX_INDICATOR)
-        if token not in SPECIAL_TOKENS and any(_removed_by_normalization(c) for c in token):
+        if token not in SPECIAL_TOKENS and clean != token.encode("utf-8"):
             token = f"{_NEVER_MATCHES}{line_number}"
         elif len(word.encode("utf-8")) > _MAX_TOKEN_BYTES:
             if len(word) <= max_chars_per_token:

@@ -1,11 +1,7 @@
 """The pre-training driver: resume, train in loops, summaries, progress, checkpoints, NaN guard, evaluation.
 
-Example:
+Example, with `loop` a `PretrainingLoop` (built as in `pretraining_loop`'s example):
 
-    >>> with strategy.scope():
-    ...     pretrainer = BertPretrainer(BertEncoder(BertConfig.preset("tiny")))
-    ...     optimizer = create_optimizer(1e-4, num_train_steps=10000, num_warmup_steps=1000)
-    >>> loop = PretrainingLoop(strategy, pretrainer, optimizer, global_batch_size=256)
     >>> def dataset_fn(context, start_step):
     ...     return pretraining_dataset("data/*.tfrecord", 256, 128, 20, input_context=context,
     ...                                seed=start_step)

@@ -185,17 +185,15 @@ class PretrainingLoop:
         if k == 1:
             gradients, shares = self._micro_step(features, labels, mlm_weight_total, num_examples_total)
         else:
-            split = lambda t: tf.reshape(t, tf.concat([[k, -1], tf.shape(t)[1:]], 0))  # noqa: E731
-            micro_features = tf.nest.map_structure(split, features)
-            micro_labels = tf.nest.map_structure(split, labels)
+            # Every tensor of (features, labels) as [k, batch / k, ...]: k micro-batches.
+            micro_batches = tf.nest.map_structure(
+                lambda t: tf.reshape(t, tf.concat([[k, -1], tf.shape(t)[1:]], 0)), (features, labels)
+            )
 
             def accumulate(i, gradients, shares):
-                pick = lambda t: t[i]  # noqa: E731
+                micro_batch = tf.nest.map_structure(lambda t: t[i], micro_batches)
                 new_gradients, new_shares = self._micro_step(
-                    tf.nest.map_structure(pick, micro_features),
-                    tf.nest.map_structure(pick, micro_labels),
-                    mlm_weight_total,
-                    num_examples_total,
+                    *micro_batch, mlm_weight_total, num_examples_total
                 )
                 return i + 1, [a + b for a, b in zip(gradients, new_gradients)], shares + new_shares
 
@@ -232,13 +230,9 @@ class PretrainingLoop:
         mlm_weight_total, num_examples_total = self._global_totals(labels)
         outputs = self.model(features, training=False)
         shares = global_batch_shares(labels, outputs, mlm_weight_total, num_examples_total)
-        logits = tf.cast(outputs["mlm_logits"], tf.float32)
-        in_top5 = tf.math.in_top_k(
-            tf.reshape(tf.cast(labels["masked_lm_ids"], tf.int32), [-1]),
-            tf.reshape(logits, [-1, tf.shape(logits)[-1]]),
-            k=5,
-        )
-        weights = tf.reshape(tf.cast(labels["masked_lm_weights"], tf.float32), [-1])
-        top5_hits = tf.reduce_sum(weights * tf.cast(in_top5, tf.float32))
+        in_top5 = keras.metrics.sparse_top_k_categorical_accuracy(
+            labels["masked_lm_ids"], outputs["mlm_logits"], k=5
+        )  # float32 [batch, max_predictions]: 1 where the label is among the 5 largest logits
+        top5_hits = tf.reduce_sum(tf.cast(labels["masked_lm_weights"], tf.float32) * in_top5)
         top5_share = top5_hits / tf.maximum(mlm_weight_total, MLM_EPSILON)
         return tf.concat([shares, top5_share[tf.newaxis]], 0)
