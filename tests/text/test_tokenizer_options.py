@@ -230,26 +230,3 @@ def test_preserve_unused_tokens_leaves_other_rows_as_without_it(real_vocab_file,
         assert [g[row] for g in got] == [w[row] for w in want], texts[row]
     assert got[0][40][1] == preserving.token_to_id("[unused3]")  # the control character is removed
     assert got[0][44] == [preserving.token_to_id("[unused7]")]
-
-
-@pytest.mark.subprocess
-def test_protected_words_log_no_onednn_layout_error():
-    import os
-    import subprocess
-    import sys
-
-    script = (
-        "import tensorflow as tf\n"
-        "from keras_bert_lite.text import BertTokenizer\n"
-        "vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '[unused3]', 'the', 'cat']\n"
-        "tokenizer = BertTokenizer(vocab, special_tokens_in_strings=True, preserve_unused_tokens=True)\n"
-        "texts = tf.constant(['the [MASK] cat', 'the [unused3] cat', ''])\n"
-        "for fn in (tokenizer, tf.function(tokenizer.tokenize_with_offsets)):\n"
-        "    print(tf.nest.map_structure(lambda t: t.to_list(), fn(texts)))\n"
-    )
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1", TF_CPP_MIN_LOG_LEVEL="0")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                            timeout=300, check=True)
-    assert "[[6, 4, 7], [6, 5, 7], []]" in result.stdout
-    assert "([[6, 4, 7], [6, 5, 7], []], [[0, 4, 11], [0, 4, 14], []], [[3, 10, 14], [3, 13, 17], []])" in result.stdout
-    assert "DT_INT64" not in result.stderr and "only supported on AVX-512" not in result.stderr, result.stderr
