@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from keras_bert_lite.data.pretraining.files import check_pretraining_files, check_shape_arguments
-from keras_bert_lite.data.pretraining.format import PREDICTION_FEATURES
-from keras_bert_lite.data.pretraining.records import read_checked_records, unpack_features
+from keras_bert_lite.data.pretraining.format import FLOAT_FEATURE, feature_lengths
+from keras_bert_lite.data.pretraining.records import read_checked_records
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
@@ -123,47 +123,50 @@ def pretraining_dataset(
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(
-        lambda packed: unpack_features(packed, seq_length, max_predictions_per_seq)
+        lambda packed: _features_and_labels(packed, seq_length, max_predictions_per_seq)
     )
     if dynamic_masking:
         mask_seeds = tf.data.Dataset.random(
             seed=masker.seed if seed is None else seed, rerandomize_each_iteration=True
         )
         dataset = tf.data.Dataset.zip(dataset, mask_seeds).map(
-            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index])),
+            lambda batch, mask_seed: _remask(*batch, masker, tf.stack([mask_seed, shard_index])),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
-    return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:
-    """Restores the unmasked ids from the stored labels and draws new masks from `seed` [2] int64.
+def _features_and_labels(
+    packed: tf.Tensor, seq_length: int, max_predictions_per_seq: int
+) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+    """Batches of `read_checked_records` records, int32 [batch, width] -> the model's (features, labels)."""
+    lengths = feature_lengths(seq_length, max_predictions_per_seq)
+    values = dict(zip(lengths, tf.split(packed, list(lengths.values()), axis=1)))
+    values[FLOAT_FEATURE] = tf.cast(values[FLOAT_FEATURE], tf.float32)
+    inputs = {
+        "input_word_ids": values["input_ids"],
+        "input_mask": values["input_mask"],
+        "input_type_ids": values["segment_ids"],
+        "masked_lm_positions": values["masked_lm_positions"],
+    }
+    labels = {name: values[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
+    return inputs, labels
+
+
+def _remask(features: dict, labels: dict, masker: MaskedLMMasker, seed: tf.Tensor) -> tuple[dict, dict]:
+    """Restores the unmasked ids from the labels and draws new masks from `seed` [2] int64.
 
     The masker's settings are applied through its stateless `mask`, not through the layer's call,
     whose seed generator is a variable that would make the iterator impossible to save.
     """
-    selected = features["masked_lm_weights"] > 0
+    selected = labels["masked_lm_weights"] > 0
     rows = tf.broadcast_to(tf.range(tf.shape(selected)[0])[:, tf.newaxis], tf.shape(selected))
     indices = tf.boolean_mask(tf.stack([rows, features["masked_lm_positions"]], axis=-1), selected)
     original = tf.tensor_scatter_nd_update(
-        features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
+        features["input_word_ids"], indices, tf.boolean_mask(labels["masked_lm_ids"], selected)
     )
     masked = masker.mask(original, seed)
-    features = dict(features, input_ids=tf.ensure_shape(masked["input_word_ids"], original.shape))
-    for name in PREDICTION_FEATURES:  # `mask_tokens` returns them in the stored dtypes
-        features[name] = tf.ensure_shape(masked[name], features[name].shape)
-    return features
-
-
-def _features_and_labels(
-    features: dict[str, tf.Tensor],
-) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
-    """Original feature names -> the model's (features, labels) names."""
-    inputs = {
-        "input_word_ids": features["input_ids"],
-        "input_mask": features["input_mask"],
-        "input_type_ids": features["segment_ids"],
-        "masked_lm_positions": features["masked_lm_positions"],
-    }
-    labels = {name: features[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
-    return inputs, labels
+    for part in (features, labels):  # `mask_tokens` returns them in the model's names and dtypes
+        for name in masked.keys() & part.keys():
+            part[name] = tf.ensure_shape(masked[name], part[name].shape)
+    return features, labels

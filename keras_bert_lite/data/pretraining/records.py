@@ -16,9 +16,8 @@ Example:
     >>> path = "train.tfrecord"
     >>> records = read_checked_records(tf.constant(path), tf.constant(tf.io.gfile.stat(path).length),
     ...                                seq_length=128, max_predictions_per_seq=20)
-    >>> features = unpack_features(next(iter(records.batch(32))), 128, 20)
-    >>> features["input_ids"].shape, features["masked_lm_weights"].dtype
-    (TensorShape([32, 128]), tf.float32)
+    >>> next(iter(records.batch(32))).shape  # the features of 32 records, one row each
+    TensorShape([32, 445])
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ def read_checked_records(
 
     Returns:
         A dataset of records, each the int32 concatenation of its features in `FEATURES` order
-        (batch them and split them with `unpack_features`). Iterating raises
+        (`pretraining_dataset` batches and splits them). Iterating raises
         `InvalidArgumentError` with a message "<file>, record <n>: <problem>" at the first bad
         record (n counts from 1); a record that does not parse is located within its chunk
         ("records <a> to <b>").
@@ -171,20 +170,6 @@ def read_checked_records(
         .map(lambda indices, packed: packed)
         .unbatch()
     )
-
-
-def unpack_features(packed: tf.Tensor, seq_length: int, max_predictions_per_seq: int) -> dict[str, tf.Tensor]:
-    """Batches of `read_checked_records` records, int32 [batch, width] -> the named features.
-
-    Returns:
-        int32 input_ids, input_mask, segment_ids [batch, seq_length]; int32 masked_lm_positions,
-        masked_lm_ids and float32 masked_lm_weights [batch, max_predictions_per_seq]; int32
-        next_sentence_labels [batch, 1].
-    """
-    lengths = feature_lengths(seq_length, max_predictions_per_seq)
-    features = dict(zip(lengths, tf.split(packed, list(lengths.values()), axis=1)))
-    features[FLOAT_FEATURE] = tf.cast(features[FLOAT_FEATURE], tf.float32)
-    return features
 
 
 def _raise_first(problems: list[tuple[tf.Tensor, Callable[[], tf.Tensor]]]) -> tf.Operation:
