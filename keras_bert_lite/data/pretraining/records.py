@@ -28,7 +28,6 @@ import tensorflow as tf
 
 from keras_bert_lite.data.pretraining.format import (
     FLOAT_FEATURE,
-    describe_range,
     feature_dtype,
     feature_lengths,
     length_hint,
@@ -92,13 +91,12 @@ def read_checked_records(
     def feature_problems(name: str, length: int, values: tf.RaggedTensor, indices: tf.Tensor) -> list:
         row_lengths = values.row_lengths()
         wrong_length = tf.not_equal(row_lengths, length)
-        low, high = ranges[name]
+        low, high, description = ranges[name]
         flat = values.flat_values
         out_of_range = tf.logical_or(flat < low, flat > high)
         if name == FLOAT_FEATURE:
             out_of_range = tf.logical_or(out_of_range, tf.not_equal(flat, tf.round(flat)))
         hint = length_hint(name, "{}")
-        description = describe_range(name, low, high, seq_length, vocab_size)
 
         def length_message() -> tf.Tensor:
             lengths_found = tf.concat([row_lengths, [length]], 0)  # one more: safe on the end's empty chunk
