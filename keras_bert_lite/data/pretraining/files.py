@@ -52,16 +52,24 @@ def check_pretraining_files(
             feature of the wrong length or type, or a value out of range (the message names the
             file, the feature and the value); or no file holds any record.
     """
-    check_shape_arguments(seq_length, max_predictions_per_seq, vocab_size)
+    arguments = {"seq_length": seq_length, "max_predictions_per_seq": max_predictions_per_seq}
+    if vocab_size is not None:
+        arguments["vocab_size"] = vocab_size
+    for name, value in arguments.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}.")
     files = expand_file_patterns(file_patterns)
     with_records, empty = [], []
     for path in files:
-        record = _first_record(path)
-        if record is None:
+        try:
+            records = [record.numpy() for record in tf.data.TFRecordDataset(path).take(1)]
+        except tf.errors.OpError as e:
+            raise ValueError(f"{path}: cannot be read as a TFRecord file: {op_error_text(e)}.") from None
+        if not records:
             empty.append(path)
             continue
         try:
-            example = tf.train.Example.FromString(record)
+            example = tf.train.Example.FromString(records[0])
         except DecodeError as e:
             raise ValueError(f"{path}, record 1: not a tf.train.Example ({e}).") from None
         problem = record_problem(example, seq_length, max_predictions_per_seq, vocab_size)
@@ -73,26 +81,6 @@ def check_pretraining_files(
     for path in empty:
         logging.warning("Pre-training file %s holds no record; it is left out.", path)
     return with_records
-
-
-def check_shape_arguments(seq_length: int, max_predictions_per_seq: int, vocab_size: int | None = None) -> None:
-    """Raises ValueError unless the lengths (and vocab_size, when given) are positive."""
-    arguments = [("seq_length", seq_length), ("max_predictions_per_seq", max_predictions_per_seq)]
-    if vocab_size is not None:
-        arguments.append(("vocab_size", vocab_size))
-    for name, value in arguments:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
-
-
-def _first_record(path: str) -> bytes | None:
-    """The first serialized record of a TFRecord file (None if it has none)."""
-    try:
-        for record in tf.data.TFRecordDataset(path).take(1):
-            return record.numpy()
-    except tf.errors.OpError as e:
-        raise ValueError(f"{path}: cannot be read as a TFRecord file: {op_error_text(e)}.") from None
-    return None
 
 
 def op_error_text(error: tf.errors.OpError) -> str:

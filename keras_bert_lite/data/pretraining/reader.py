@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining.files import check_pretraining_files, check_shape_arguments
+from keras_bert_lite.data.pretraining.files import check_pretraining_files
 from keras_bert_lite.data.pretraining.format import FLOAT_FEATURE, feature_lengths
 from keras_bert_lite.data.pretraining.records import read_checked_records
 from keras_bert_lite.text.masking import MaskedLMMasker
@@ -79,7 +79,7 @@ def pretraining_dataset(
             files, first records of another shape or vocabulary, no record at all), before any
             batch is read. Empty files are left out, so training never waits on them forever.
     """
-    check_shape_arguments(seq_length, max_predictions_per_seq, vocab_size)
+    files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}.")
     if dynamic_masking and masker is None:
@@ -93,7 +93,6 @@ def pretraining_dataset(
             f"The masker predicts up to {masker.max_predictions_per_seq} positions per sequence, "
             f"but max_predictions_per_seq is {max_predictions_per_seq}."
         )
-    files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     shards, shard_index = 1, 0
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
