@@ -38,11 +38,6 @@ def feature_lengths(seq_length: int, max_predictions_per_seq: int) -> dict[str, 
     return lengths
 
 
-def feature_dtype(name: str) -> tf.DType:
-    """tf.float32 for masked_lm_weights, tf.int64 for the other features."""
-    return tf.float32 if name == FLOAT_FEATURE else tf.int64
-
-
 def value_ranges(seq_length: int, vocab_size: int | None = None) -> dict[str, tuple[int, int, str]]:
     """Feature name -> (lowest, highest, what a value must be in words): the whole values a record may hold.
 
@@ -78,7 +73,7 @@ def pretraining_feature_spec(
         masked_lm_weights [max_predictions_per_seq] float32; next_sentence_labels [1] int64.
     """
     return {
-        name: tf.io.FixedLenFeature([length], feature_dtype(name))
+        name: tf.io.FixedLenFeature([length], tf.float32 if name == FLOAT_FEATURE else tf.int64)
         for name, length in feature_lengths(seq_length, max_predictions_per_seq).items()
     }
 

@@ -22,15 +22,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import tensorflow as tf
 
 from keras_bert_lite.data.pretraining.format import (
     FLOAT_FEATURE,
-    feature_dtype,
     feature_lengths,
     length_hint,
+    pretraining_feature_spec,
     value_ranges,
 )
 
@@ -65,7 +63,10 @@ def read_checked_records(
         ("records <a> to <b>").
     """
     lengths = feature_lengths(seq_length, max_predictions_per_seq)
-    spec = {name: tf.io.RaggedFeature(feature_dtype(name), row_splits_dtype=tf.int32) for name in lengths}
+    spec = {
+        name: tf.io.RaggedFeature(feature.dtype, row_splits_dtype=tf.int32)
+        for name, feature in pretraining_feature_spec(seq_length, max_predictions_per_seq).items()
+    }
 
     def parse(indices: tf.Tensor, records: tf.Tensor):
         consumed = tf.reduce_sum(tf.cast(tf.strings.length(records), tf.int64) + _RECORD_FRAMING_BYTES)
@@ -147,7 +148,13 @@ def read_checked_records(
         ]
         for name, length in lengths.items():
             problems += feature_problems(name, length, features[name], indices)
-        with tf.control_dependencies([_raise_first(problems)]):
+        conditions = tf.stack([bad for bad, _ in problems])
+
+        def first_message() -> tf.Tensor:
+            return tf.boolean_mask(tf.stack([make_message() for _, make_message in problems]), conditions)[0]
+
+        found = tf.cond(tf.reduce_any(conditions), first_message, lambda: tf.constant(""))
+        with tf.control_dependencies([tf.debugging.Assert(tf.equal(found, ""), [found])]):
             # Checked values fit in int32 (weights are 0 or 1): one tensor per record, so that
             # shuffling and batching move one tensor per record, not seven.
             packed = tf.concat(
@@ -169,18 +176,3 @@ def read_checked_records(
         .unbatch()
     )
 
-
-def _raise_first(problems: list[tuple[tf.Tensor, Callable[[], tf.Tensor]]]) -> tf.Operation:
-    """An op that fails with the message of the first problem whose condition holds.
-
-    The messages are only built inside the branch taken when some condition holds, so valid
-    data does not pay for string formatting.
-    """
-    conditions = tf.stack([bad for bad, _ in problems])
-
-    def first_message() -> tf.Tensor:
-        messages = tf.stack([make_message() for _, make_message in problems])
-        return tf.boolean_mask(messages, conditions)[0]
-
-    message = tf.cond(tf.reduce_any(conditions), first_message, lambda: tf.constant(""))
-    return tf.debugging.Assert(tf.equal(message, ""), [message])
