@@ -105,18 +105,12 @@ def pretraining_dataset(
     if is_training:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
 
-    def read_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
-        return read_checked_records(path, size, seq_length, max_predictions_per_seq, vocab_size)
-
-    if is_training:
-        dataset = dataset.interleave(
-            read_file,
-            cycle_length=min(len(files), 8),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=seed is not None,
-        )
-    else:
-        dataset = dataset.flat_map(read_file)
+    dataset = dataset.interleave(  # one file at a time, in order, unless training
+        lambda path, size: read_checked_records(path, size, seq_length, max_predictions_per_seq, vocab_size),
+        cycle_length=min(len(files), 8) if is_training else 1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=seed is not None or not is_training,
+    )
     if shards > 1 and not shard_files:
         dataset = dataset.shard(shards, shard_index)
     if is_training:
