@@ -85,9 +85,7 @@ def record_problem(
 
     Args:
         example: the record.
-        seq_length: max_seq_length the data should have been written with.
-        max_predictions_per_seq: max_predictions_per_seq it should have been written with.
-        vocab_size: when given, ids must be below it.
+        seq_length, max_predictions_per_seq, vocab_size: as for `check_pretraining_files`.
 
     Returns:
         None, or one sentence naming the feature (and the value) at fault.

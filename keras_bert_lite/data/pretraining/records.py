@@ -51,9 +51,7 @@ def read_checked_records(
     Args:
         path: scalar string tensor, the file.
         size: scalar integer tensor, the file's size in bytes (to detect a file that ends early).
-        seq_length: expected length of input_ids, input_mask and segment_ids.
-        max_predictions_per_seq: expected length of the masked_lm_* features.
-        vocab_size: when given, input_ids and masked_lm_ids must be below it.
+        seq_length, max_predictions_per_seq, vocab_size: as for `check_pretraining_files`.
 
     Returns:
         A dataset of records, each the int32 concatenation of its features in `FEATURES` order

@@ -179,10 +179,8 @@ def tokenize_documents(
     """Tokenizes every sentence in a `tf.data` pipeline, dropping sentences without tokens.
 
     Args:
-        documents: documents, each a list of sentences (str).
+        documents, batch_size, progress: as for `create_pretraining_data`.
         tokenizer: the `BertTokenizer` to apply.
-        batch_size: sentences per tokenizer call.
-        progress: show a progress bar.
 
     Returns:
         (token_documents, skipped): the documents that keep at least one sentence, each a list
