@@ -1,11 +1,5 @@
-"""Sentence(-pair) classification examples as a `tf.data` pipeline of packed BERT inputs and labels.
-
-Example:
-
-    >>> ds = classification_dataset(read_glue_tsv("glue_data/MRPC/train.tsv", "mrpc"),
-    ...                             BertPreprocessor("vocab.txt"), batch_size=32, is_training=True,
-    ...                             num_classes=2)
-"""
+"""Sentence(-pair) classification examples as a `tf.data` pipeline of packed BERT inputs and labels
+(example: the `glue` package docstring)."""
 
 from __future__ import annotations
 

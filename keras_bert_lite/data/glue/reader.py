@@ -1,11 +1,5 @@
-"""Reading GLUE TSV files (tab separated, no quoting, as distributed) into `ClassificationData`.
-
-Example:
-
-    >>> train = read_glue_tsv("glue_data/MRPC/train.tsv", "mrpc")
-    >>> for example in train:
-    ...     example.text_a, example.text_b, example.label
-"""
+"""Reading GLUE TSV files (tab separated, no quoting, as distributed) into `ClassificationData`
+(examples: the `glue` package docstring and `ClassificationData`'s)."""
 
 from __future__ import annotations
 

@@ -2,13 +2,8 @@
 
 Each word is labelled at its first word piece (as in the paper); its other pieces, [CLS],
 [SEP] and padding carry sample weight 0. Alignment runs in the TensorFlow graph
-(`tag_inputs`), the same function the exported SavedModel uses on raw text.
-
-Example:
-
-    >>> ds = ner_dataset(read_conll("eng.train"), preprocessor, CONLL2003_TAGS, batch_size=32,
-    ...                  is_training=True)
-    >>> model.fit(ds)
+(`tag_inputs`), the same function the exported SavedModel uses on raw text. Example: the `ner`
+package docstring.
 """
 
 from __future__ import annotations
