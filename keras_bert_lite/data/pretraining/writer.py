@@ -123,13 +123,9 @@ def create_pretraining_data(
     tokenizer = BertTokenizer(vocabulary, lower_case=lower_case, max_chars_per_token=200)
     with contextlib.ExitStack() as stack:
         # The writers close before the temporaries are published (the stack unwinds in reverse order).
+        # check_output_files has probed every output folder, so opening the writers is not checked again.
         temporaries = stack.enter_context(atomic_write(*output_files))
-        writers = []
-        for path, temporary in zip(output_files, temporaries):
-            try:
-                writers.append(stack.enter_context(tf.io.TFRecordWriter(temporary)))
-            except tf.errors.OpError as e:
-                raise ValueError(f"Output file {path} cannot be written: {op_error_text(e)}.") from None
+        writers = [stack.enter_context(tf.io.TFRecordWriter(temporary)) for temporary in temporaries]
         token_documents, skipped = tokenize_documents(documents, tokenizer, batch_size, progress)
         if not token_documents:
             raise ValueError(
