@@ -50,10 +50,8 @@ def predict_answers(
 ) -> SquadPredictions:
     """The paper's answer selection: the span (i, j), j >= i, maximising start_i + end_j.
 
-    Candidates are ranked by `score_spans` (the `n_best_size` best start and end positions of
-    every window of an example; context tokens only, at most `max_answer_length` tokens, the
-    start token in the window that gives it the most context). The n-best list keeps the best
-    candidate of each distinct text, as the original `write_predictions` does.
+    Candidates are ranked by `score_spans` (which states its rules). The n-best list keeps the
+    best candidate of each distinct text, as the original `write_predictions` does.
 
     Args:
         examples, features: as given to the model.
