@@ -31,7 +31,7 @@ from absl import logging
 from tqdm import tqdm
 
 from keras_bert_lite.atomic import atomic_write, temporary_path
-from keras_bert_lite.data.pretraining.files import op_error_text
+from keras_bert_lite.data.bad_input import op_error_text
 from keras_bert_lite.data.pretraining.format import serialize_example
 from keras_bert_lite.data.pretraining.pairs import PairInstance, create_pair_instances
 from keras_bert_lite.text.masking import MaskedLMMasker
