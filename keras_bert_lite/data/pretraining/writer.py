@@ -184,13 +184,12 @@ def tokenize_documents(
     """
     sentences = [sentence for document in documents for sentence in document]
     token_ids: list[list[int]] = []
-    if sentences:
-        batches = tf.data.Dataset.from_tensor_slices(tf.constant(sentences, tf.string)).batch(batch_size)
-        batches = batches.map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        with tqdm(total=len(sentences), unit="sentence", desc="Tokenizing", disable=not progress) as bar:
-            for ragged in batches:
-                token_ids += ragged.to_list()
-                bar.update(int(ragged.nrows()))
+    batches = tf.data.Dataset.from_tensor_slices(tf.constant(sentences, tf.string)).batch(batch_size)
+    batches = batches.map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    with tqdm(total=len(sentences), unit="sentence", desc="Tokenizing", disable=not progress) as bar:
+        for ragged in batches:
+            token_ids += ragged.to_list()
+            bar.update(int(ragged.nrows()))
     token_documents, position = [], 0
     for document in documents:
         kept = [ids for ids in token_ids[position : position + len(document)] if ids]
