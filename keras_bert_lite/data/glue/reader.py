@@ -17,14 +17,9 @@ from keras_bert_lite.data.glue.tasks import Column, GlueTask, get_glue_task
 
 
 class ClassificationExample(NamedTuple):
-    """One example, in the field order of the original `run_classifier.py`'s `InputExample`.
-
-    Attributes:
-        id: the file's `index` column, else "line N".
-        text_a: the first (or only) sentence.
-        text_b: the second sentence of a pair task, else None.
-        label: the class id (int), the value (float, regression) or None (unlabelled).
-    """
+    """One example of `ClassificationData` (see its attributes): `id`, `text_a`, `text_b` (None for one
+    sentence) and `label` (an int class id, a float value, or None), in the field order of the original
+    `run_classifier.py`'s `InputExample`."""
 
     id: str
     text_a: str
