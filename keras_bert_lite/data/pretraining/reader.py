@@ -110,7 +110,8 @@ def pretraining_dataset(
     """Reads pre-training TFRecords into `(features, labels)` batches for `BertPretrainer`.
 
     Args:
-        file_patterns, seq_length, max_predictions_per_seq: as for `check_pretraining_files`.
+        file_patterns, seq_length, max_predictions_per_seq, vocab_size: as for `check_pretraining_files`;
+            ids at or above `vocab_size` are reported in every record, not only the first.
         batch_size: global batch size; with `input_context`, each input pipeline yields
             `input_context.get_per_replica_batch_size(batch_size)` examples per batch.
         dynamic_masking: ignore the stored masks and draw new ones every time a record is read
@@ -130,8 +131,6 @@ def pretraining_dataset(
         input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`; files
             (or, with fewer files than pipelines, records) are sharded per input pipeline.
         drop_remainder: drop a last partial batch, so every batch has a static shape.
-        vocab_size: when given, ids at or above it are reported (data written with another
-            vocabulary) instead of reaching the model.
 
     Returns:
         A dataset of `(features, labels)`: features `input_word_ids`, `input_mask`,
@@ -144,8 +143,7 @@ def pretraining_dataset(
 
     Raises:
         FileNotFoundError: a pattern matches no file.
-        ValueError: inconsistent arguments, or what `check_pretraining_files` reports (unreadable
-            files, first records of another shape or vocabulary, no record at all), before any
+        ValueError: inconsistent arguments, or what `check_pretraining_files` reports, before any
             batch is read. Empty files are left out, so training never waits on them forever.
     """
     files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
