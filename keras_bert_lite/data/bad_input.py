@@ -1,7 +1,11 @@
-"""Reporting bad records in task data files: raise at the first one, or skip and log each."""
+"""Reporting bad input: the bad records of task data files (raise at the first one, or skip and log
+each), and TensorFlow's errors in our messages."""
 
 from __future__ import annotations
 
+import re
+
+import tensorflow as tf
 from absl import logging
 
 ON_ERROR_CHOICES = ("raise", "skip")
@@ -38,3 +42,9 @@ class BadRecords:
             raise ValueError(message)
         self.messages.append(message)
         logging.warning("Skipped bad record: %s", message)
+
+
+def op_error_text(error: tf.errors.OpError) -> str:
+    """A TensorFlow error's own message, without the function-node prefix and op suffix."""
+    text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", error.message)
+    return re.sub(r"\s*\[Op:\w+\].*$", "", text, flags=re.DOTALL).strip()

@@ -139,15 +139,14 @@ def _stdlib_source_files() -> list[str]:
     """Paths of the pure-Python standard-library modules, packages walked, in sorted order."""
     root = sysconfig.get_paths()["stdlib"]
     paths = []
-    for name in sorted(sys.stdlib_module_names):
-        if name.startswith("_") or name in _EXCLUDED_MODULES:
+    for name in sorted(sys.stdlib_module_names - _EXCLUDED_MODULES):
+        path = os.path.join(root, name)
+        if name.startswith("_"):
             continue
-        module_file = os.path.join(root, name + ".py")
-        package_dir = os.path.join(root, name)
-        if os.path.isfile(module_file):
-            paths.append(module_file)
-        elif os.path.isfile(os.path.join(package_dir, "__init__.py")):
-            paths += _python_files(package_dir, skip_private=True)
+        if os.path.isfile(path + ".py"):
+            paths.append(path + ".py")
+        elif os.path.isfile(os.path.join(path, "__init__.py")):
+            paths += _python_files(path, skip_private=True)
     return paths
 
 

@@ -27,7 +27,6 @@ ABBREVIATIONS = frozenset(
 # A candidate boundary: terminal punctuation, optional closers, whitespace, then a likely
 # sentence start. Group 1 is the text up to and including the punctuation and closers.
 _BOUNDARY = re.compile(r"([.!?][\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")
-_LAST_WORD = re.compile(r"(\S+)$")
 
 # Google- and NumPy-style docstring sections: headers ("Args:", "Returns", "Parameters" over a
 # "----------" rule), NumPy parameter lines ("axis : int, optional") and the "name (type): "
@@ -113,7 +112,7 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _BOUNDARY.finditer(text):
         candidate = text[start : match.end(1)]
-        last_word = _LAST_WORD.search(candidate).group(1).lower().lstrip("\"'([")
+        last_word = candidate.split()[-1].lower().lstrip("\"'([")
         if candidate.endswith(".") and (last_word in ABBREVIATIONS or re.fullmatch(r"\w\.", last_word)):
             continue
         sentences.append(candidate.strip())

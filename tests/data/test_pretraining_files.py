@@ -3,7 +3,7 @@
 import pytest
 import tensorflow as tf
 
-from keras_bert_lite.data.pretraining.files import check_pretraining_files
+from keras_bert_lite.data.pretraining.reader import check_pretraining_files
 
 
 @pytest.fixture

@@ -1,11 +1,5 @@
-"""Sentence(-pair) classification examples as a `tf.data` pipeline of packed BERT inputs and labels.
-
-Example:
-
-    >>> ds = classification_dataset(read_glue_tsv("glue_data/MRPC/train.tsv", "mrpc"),
-    ...                             BertPreprocessor("vocab.txt"), batch_size=32, is_training=True,
-    ...                             num_classes=2)
-"""
+"""Sentence(-pair) classification examples as a `tf.data` pipeline of packed BERT inputs and labels
+(example: the `glue` package docstring)."""
 
 from __future__ import annotations
 
@@ -61,14 +55,10 @@ def classification_dataset(
         Dataset of `(features, labels)` (labels int32 or float32 [batch]), or of `features` only
         when `data.labels` is None.
     """
-    texts = (data.text_a,) if data.text_b is None else (data.text_a, data.text_b)
-    texts = tuple(tf.constant(t, tf.string) for t in texts)
-    if data.labels is not None:
-        if num_classes is not None:
-            check_labels(data.labels, num_classes)
-        ds = tf.data.Dataset.from_tensor_slices((texts, data.labels))
-    else:
-        ds = tf.data.Dataset.from_tensor_slices((texts,))
+    texts = tuple(tf.constant(t, tf.string) for t in (data.text_a, data.text_b) if t is not None)
+    if data.labels is not None and num_classes is not None:
+        check_labels(data.labels, num_classes)
+    ds = tf.data.Dataset.from_tensor_slices((texts,) if data.labels is None else (texts, data.labels))
     if is_training:
         ds = ds.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)

@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,25 +15,19 @@ import numpy as np
 from keras_bert_lite.data.glue.tasks import GlueTask, get_glue_task
 
 
-def _binary_counts(labels: np.ndarray, predictions: np.ndarray) -> tuple[int, int, int, int]:
-    tp = int(np.sum((predictions == 1) & (labels == 1)))
-    tn = int(np.sum((predictions == 0) & (labels == 0)))
-    fp = int(np.sum((predictions == 1) & (labels == 0)))
-    fn = int(np.sum((predictions == 0) & (labels == 1)))
-    return tp, tn, fp, fn
-
-
 def f1_binary(labels: Sequence[int], predictions: Sequence[int]) -> float:
     """F1 of the positive class 1 (GLUE's MRPC/QQP F1); 0 when there is no true positive."""
-    tp, _, fp, fn = _binary_counts(np.asarray(labels), np.asarray(predictions))
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+    labels, predictions = np.asarray(labels) == 1, np.asarray(predictions) == 1
+    true_positives = np.sum(labels & predictions)
+    return 0.0 if true_positives == 0 else float(2 * true_positives / (labels.sum() + predictions.sum()))
 
 
 def matthews_corrcoef(labels: Sequence[int], predictions: Sequence[int]) -> float:
-    """Matthews correlation of binary labels (CoLA's metric); 0 when undefined."""
-    tp, tn, fp, fn = _binary_counts(np.asarray(labels), np.asarray(predictions))
-    denominator = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    return 0.0 if denominator == 0 else (tp * tn - fp * fn) / denominator
+    """Matthews correlation of binary labels (CoLA's metric), which is their Pearson correlation; 0 when
+    undefined (all labels or all predictions the same)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        correlation = pearson(labels, predictions)
+    return 0.0 if np.isnan(correlation) else correlation
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:

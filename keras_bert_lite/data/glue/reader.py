@@ -1,11 +1,5 @@
-"""Reading GLUE TSV files (tab separated, no quoting, as distributed) into `ClassificationData`.
-
-Example:
-
-    >>> train = read_glue_tsv("glue_data/MRPC/train.tsv", "mrpc")
-    >>> for example in train:
-    ...     example.text_a, example.text_b, example.label
-"""
+"""Reading GLUE TSV files (tab separated, no quoting, as distributed) into `ClassificationData`
+(examples: the `glue` package docstring and `ClassificationData`'s)."""
 
 from __future__ import annotations
 
@@ -23,14 +17,9 @@ from keras_bert_lite.data.glue.tasks import Column, GlueTask, get_glue_task
 
 
 class ClassificationExample(NamedTuple):
-    """One example, in the field order of the original `run_classifier.py`'s `InputExample`.
-
-    Attributes:
-        id: the file's `index` column, else "line N".
-        text_a: the first (or only) sentence.
-        text_b: the second sentence of a pair task, else None.
-        label: the class id (int), the value (float, regression) or None (unlabelled).
-    """
+    """One example of `ClassificationData` (see its attributes): `id`, `text_a`, `text_b` (None for one
+    sentence) and `label` (an int class id, a float value, or None), in the field order of the original
+    `run_classifier.py`'s `InputExample`."""
 
     id: str
     text_a: str

@@ -2,13 +2,8 @@
 
 Each word is labelled at its first word piece (as in the paper); its other pieces, [CLS],
 [SEP] and padding carry sample weight 0. Alignment runs in the TensorFlow graph
-(`tag_inputs`), the same function the exported SavedModel uses on raw text.
-
-Example:
-
-    >>> ds = ner_dataset(read_conll("eng.train"), preprocessor, CONLL2003_TAGS, batch_size=32,
-    ...                  is_training=True)
-    >>> model.fit(ds)
+(`tag_inputs`), the same function the exported SavedModel uses on raw text. Example: the `ner`
+package docstring.
 """
 
 from __future__ import annotations
@@ -49,17 +44,6 @@ def tag_inputs(words: tf.RaggedTensor, tokenizer, packer) -> tuple[dict, tf.Ragg
     first = tf.cumsum(first, axis=1, exclusive=True) + 1  # after [CLS]
     positions = tf.where(first < packer.seq_length - 1, first, -1)
     return features, positions
-
-
-def _word_labels(positions: tf.RaggedTensor, label_ids: tf.RaggedTensor, seq_length: int):
-    """Dense [batch, seq] labels and weights: a word's label at its first piece, weight 1 there."""
-    keep = positions.flat_values >= 0
-    rows = tf.cast(positions.value_rowids(), tf.int32)
-    indices = tf.boolean_mask(tf.stack([rows, positions.flat_values], axis=1), keep)
-    shape = tf.stack([positions.nrows(out_type=tf.int32), seq_length])
-    labels = tf.scatter_nd(indices, tf.boolean_mask(label_ids.flat_values, keep), shape)
-    weights = tf.scatter_nd(indices, tf.ones_like(indices[:, 0], tf.float32), shape)
-    return labels, weights
 
 
 def _ragged_words(sentences: list[TaggedSentence]) -> tf.RaggedTensor:
@@ -108,9 +92,15 @@ def ner_dataset(
     seq_length = preprocessor.packer.seq_length
 
     def align(batch_words, batch_labels):
+        """Dense [batch, seq] labels and weights: each word's label at its first piece, weight 1 there."""
         features, positions = tag_inputs(batch_words, preprocessor.tokenizer, preprocessor.packer)
-        dense_labels, weights = _word_labels(positions, batch_labels, seq_length)
-        return features, dense_labels, weights
+        keep = positions.flat_values >= 0
+        rows = tf.cast(positions.value_rowids(), tf.int32)
+        indices = tf.boolean_mask(tf.stack([rows, positions.flat_values], axis=1), keep)
+        shape = tf.stack([positions.nrows(out_type=tf.int32), seq_length])
+        labels = tf.scatter_nd(indices, tf.boolean_mask(batch_labels.flat_values, keep), shape)
+        weights = tf.scatter_nd(indices, tf.ones_like(indices[:, 0], tf.float32), shape)
+        return features, labels, weights
 
     return ds.map(align, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 

@@ -1,13 +1,12 @@
 """BERT pre-training data in Google's original TFRecord format.
 
 One job a module: `format` (the record's features), `pairs` (next-sentence pairs from documents),
-`writer` (documents -> TFRecord shards), `records` and `files` (checking files before training) and
-`reader` (the `tf.data` input pipeline of training).
+`writer` (documents -> TFRecord shards), `records` (every record of a file, checked in the graph) and
+`reader` (the files checked before training, and the `tf.data` input pipeline of training).
 """
 
-from keras_bert_lite.data.pretraining.files import check_pretraining_files
 from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
-from keras_bert_lite.data.pretraining.reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.reader import check_pretraining_files, pretraining_dataset
 from keras_bert_lite.data.pretraining.writer import PretrainingDataStats, create_pretraining_data
 
 __all__ = [

@@ -38,34 +38,24 @@ def feature_lengths(seq_length: int, max_predictions_per_seq: int) -> dict[str, 
     return lengths
 
 
-def feature_dtype(name: str) -> tf.DType:
-    """tf.float32 for masked_lm_weights, tf.int64 for the other features."""
-    return tf.float32 if name == FLOAT_FEATURE else tf.int64
-
-
-def value_ranges(seq_length: int, vocab_size: int | None = None) -> dict[str, tuple[int, int]]:
-    """Feature name -> (lowest, highest) whole value a record may hold, both inclusive.
+def value_ranges(seq_length: int, vocab_size: int | None = None) -> dict[str, tuple[int, int, str]]:
+    """Feature name -> (lowest, highest, what a value must be in words): the whole values a record may hold.
 
     Ids must be below `vocab_size` when it is given (and fit in int32 always); masks, segment
     ids, weights and next-sentence labels are 0 or 1; masked positions lie inside the sequence
-    (padding slots hold position 0, id 0 and weight 0).
+    (padding slots hold position 0, id 0 and weight 0). The words are for error messages.
     """
-    highest_id = _INT32_MAX if vocab_size is None else vocab_size - 1
-    ranges = dict.fromkeys(("input_mask", "segment_ids", FLOAT_FEATURE, "next_sentence_labels"), (0, 1))
-    ranges.update(input_ids=(0, highest_id), masked_lm_ids=(0, highest_id))
-    ranges["masked_lm_positions"] = (0, seq_length - 1)
-    return ranges
-
-
-def describe_range(name: str, low: int, high: int, seq_length: int, vocab_size: int | None) -> str:
-    """What a value of feature `name` must be, in words, for error messages."""
-    if (low, high) == (0, 1):
-        return "expected 0 or 1"
-    if name == "masked_lm_positions":
-        return f"expected a position inside the sequence of {seq_length} tokens, [0, {high}]"
+    ids = (0, _INT32_MAX, f"expected an id in [0, {_INT32_MAX}]")
     if vocab_size is not None:
-        return f"expected an id below vocab_size {vocab_size} (data written with another vocabulary?)"
-    return f"expected an id in [0, {high}]"
+        hint = "(data written with another vocabulary?)"
+        ids = (0, vocab_size - 1, f"expected an id below vocab_size {vocab_size} {hint}")
+    last = seq_length - 1
+    position = (0, last, f"expected a position inside the sequence of {seq_length} tokens, [0, {last}]")
+    binary = (0, 1, "expected 0 or 1")
+    return dict(
+        input_ids=ids, input_mask=binary, segment_ids=binary, masked_lm_positions=position, masked_lm_ids=ids,
+        masked_lm_weights=binary, next_sentence_labels=binary,
+    )
 
 
 def pretraining_feature_spec(
@@ -83,7 +73,7 @@ def pretraining_feature_spec(
         masked_lm_weights [max_predictions_per_seq] float32; next_sentence_labels [1] int64.
     """
     return {
-        name: tf.io.FixedLenFeature([length], feature_dtype(name))
+        name: tf.io.FixedLenFeature([length], tf.float32 if name == FLOAT_FEATURE else tf.int64)
         for name, length in feature_lengths(seq_length, max_predictions_per_seq).items()
     }
 
@@ -95,9 +85,7 @@ def record_problem(
 
     Args:
         example: the record.
-        seq_length: max_seq_length the data should have been written with.
-        max_predictions_per_seq: max_predictions_per_seq it should have been written with.
-        vocab_size: when given, ids must be below it.
+        seq_length, max_predictions_per_seq, vocab_size: as for `check_pretraining_files`.
 
     Returns:
         None, or one sentence naming the feature (and the value) at fault.
@@ -113,15 +101,11 @@ def record_problem(
         values = np.asarray(getattr(features[name], kind).value)
         if len(values) != length:
             return f"feature {name} has {len(values)} values, expected {length}" + length_hint(name, len(values))
-        low, high = ranges[name]
+        low, high, description = ranges[name]
         bad = (values < low) | (values > high) | (values != np.round(values))
         if bad.any():
             index = int(np.argmax(bad))
-            value = values[index].item()
-            return (
-                f"feature {name} has value {value} at index {index}, "
-                f"{describe_range(name, low, high, seq_length, vocab_size)}"
-            )
+            return f"feature {name} has value {values[index].item()} at index {index}, {description}"
     return None
 
 

@@ -55,8 +55,9 @@ def create_pair_instances(
     """Creates the NSP pairs of a corpus, shuffled.
 
     Args:
-        documents: documents, each a non-empty list of non-empty sentences of token ids.
-        max_seq_length: length of a packed example including [CLS] and two [SEP]; at least 5.
+        documents: documents, at least one, each a non-empty list of non-empty sentences of token ids.
+        max_seq_length: length of a packed example including [CLS] and two [SEP]; at least 5
+            (`create_pretraining_data` checks both).
         dupe_factor: number of passes over the corpus (each pass draws new pairs).
         short_seq_prob: probability that a document pass uses a shorter random target length.
         rng: the random source; it is advanced.
@@ -66,10 +67,6 @@ def create_pair_instances(
         shorter target length.
     """
     max_num_tokens = max_seq_length - NUM_SPECIAL_TOKENS
-    if max_num_tokens < 2:
-        raise ValueError(f"max_seq_length must be at least {NUM_SPECIAL_TOKENS + 2}, got {max_seq_length}.")
-    if not documents:
-        raise ValueError("No documents to create sentence pairs from.")
     documents = list(documents)
     rng.shuffle(documents)
     pairs: list[PairInstance] = []

@@ -1,9 +1,15 @@
-"""`tf.data` reader for BERT pre-training TFRecords (ours and Google's original format).
+"""Checking and reading BERT pre-training TFRecords (ours and Google's original format).
+
+`check_pretraining_files` reads the first record of every file, so that a file written with another
+`--max_seq_length`, `--max_predictions_per_seq` or vocabulary, a file that is not a TFRecord file, or
+a record that is not a `tf.train.Example` is reported, naming the file, before a launcher builds a
+model or starts a week-long run; `pretraining_dataset` then checks every record as it reads it.
 
 Example:
 
-    >>> dataset = pretraining_dataset("data/train-*.tfrecord", batch_size=32, seq_length=128,
-    ...                               max_predictions_per_seq=20)
+    >>> files = check_pretraining_files("data/train-*.tfrecord", seq_length=128,
+    ...                                 max_predictions_per_seq=20, vocab_size=30522)
+    >>> dataset = pretraining_dataset(files, batch_size=32, seq_length=128, max_predictions_per_seq=20)
     >>> features, labels = next(iter(dataset))
     >>> features["input_word_ids"].shape, labels["next_sentence_labels"].shape
     (TensorShape([32, 128]), TensorShape([32, 1]))
@@ -11,15 +17,78 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import tensorflow as tf
+from absl import logging
+from google.protobuf.message import DecodeError
 
-from keras_bert_lite.data.pretraining.files import check_pretraining_files, check_shape_arguments
-from keras_bert_lite.data.pretraining.format import PREDICTION_FEATURES
-from keras_bert_lite.data.pretraining.records import read_checked_records, unpack_features
+from keras_bert_lite.data.bad_input import op_error_text
+from keras_bert_lite.data.corpora import expand_file_patterns
+from keras_bert_lite.data.pretraining.format import FLOAT_FEATURE, feature_lengths, record_problem
+from keras_bert_lite.data.pretraining.records import read_checked_records
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.tokenizer import BertTokenizer
+
+
+def check_pretraining_files(
+    file_patterns: str | Sequence[str],
+    seq_length: int,
+    max_predictions_per_seq: int,
+    vocab_size: int | None = None,
+) -> list[str]:
+    """Reads the first record of every matched file and checks it against the expected shape.
+
+    Only the first record of each file is read, so the check is cheap even for thousands of
+    shards on `gs://`; the reader checks every later record as it goes (`pretraining_dataset`).
+
+    Args:
+        file_patterns: a glob, a comma-separated list of globs, or a list of them.
+        seq_length: max_seq_length the files should have been written with.
+        max_predictions_per_seq: max_predictions_per_seq they should have been written with.
+        vocab_size: when given, every id of the first records must be below it.
+
+    Returns:
+        The matched files that hold at least one record, in pattern order. Empty files are left
+        out with a warning (a writer with more shards than examples leaves some empty).
+
+    Raises:
+        FileNotFoundError: a pattern matches no file.
+        ValueError: a bad argument; a file that cannot be read as a TFRecord file, whose first
+            record is not a `tf.train.Example`, or whose first record has a missing feature, a
+            feature of the wrong length or type, or a value out of range (the message names the
+            file, the feature and the value); or no file holds any record.
+    """
+    arguments = {"seq_length": seq_length, "max_predictions_per_seq": max_predictions_per_seq}
+    if vocab_size is not None:
+        arguments["vocab_size"] = vocab_size
+    for name, value in arguments.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    files = expand_file_patterns(file_patterns)
+    with_records, empty = [], []
+    for path in files:
+        try:
+            records = [record.numpy() for record in tf.data.TFRecordDataset(path).take(1)]
+        except tf.errors.OpError as e:
+            raise ValueError(f"{path}: cannot be read as a TFRecord file: {op_error_text(e)}.") from None
+        if not records:
+            empty.append(path)
+            continue
+        try:
+            example = tf.train.Example.FromString(records[0])
+        except DecodeError as e:
+            raise ValueError(f"{path}, record 1: not a tf.train.Example ({e}).") from None
+        problem = record_problem(example, seq_length, max_predictions_per_seq, vocab_size)
+        if problem:
+            raise ValueError(f"{path}, record 1: {problem}.")
+        with_records.append(path)
+    if not with_records:
+        raise ValueError(f"No pre-training records in any of the {len(files)} input file(s): {', '.join(files)}.")
+    for path in empty:
+        logging.warning("Pre-training file %s holds no record; it is left out.", path)
+    return with_records
 
 
 def pretraining_dataset(
@@ -41,7 +110,8 @@ def pretraining_dataset(
     """Reads pre-training TFRecords into `(features, labels)` batches for `BertPretrainer`.
 
     Args:
-        file_patterns, seq_length, max_predictions_per_seq: as for `check_pretraining_files`.
+        file_patterns, seq_length, max_predictions_per_seq, vocab_size: as for `check_pretraining_files`;
+            ids at or above `vocab_size` are reported in every record, not only the first.
         batch_size: global batch size; with `input_context`, each input pipeline yields
             `input_context.get_per_replica_batch_size(batch_size)` examples per batch.
         dynamic_masking: ignore the stored masks and draw new ones every time a record is read
@@ -61,8 +131,6 @@ def pretraining_dataset(
         input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`; files
             (or, with fewer files than pipelines, records) are sharded per input pipeline.
         drop_remainder: drop a last partial batch, so every batch has a static shape.
-        vocab_size: when given, ids at or above it are reported (data written with another
-            vocabulary) instead of reaching the model.
 
     Returns:
         A dataset of `(features, labels)`: features `input_word_ids`, `input_mask`,
@@ -75,11 +143,10 @@ def pretraining_dataset(
 
     Raises:
         FileNotFoundError: a pattern matches no file.
-        ValueError: inconsistent arguments, or what `check_pretraining_files` reports (unreadable
-            files, first records of another shape or vocabulary, no record at all), before any
+        ValueError: inconsistent arguments, or what `check_pretraining_files` reports, before any
             batch is read. Empty files are left out, so training never waits on them forever.
     """
-    check_shape_arguments(seq_length, max_predictions_per_seq, vocab_size)
+    files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}.")
     if dynamic_masking and masker is None:
@@ -93,7 +160,6 @@ def pretraining_dataset(
             f"The masker predicts up to {masker.max_predictions_per_seq} positions per sequence, "
             f"but max_predictions_per_seq is {max_predictions_per_seq}."
         )
-    files = check_pretraining_files(file_patterns, seq_length, max_predictions_per_seq, vocab_size)
     shards, shard_index = 1, 0
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
@@ -106,64 +172,61 @@ def pretraining_dataset(
     if is_training:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
 
-    def read_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
-        return read_checked_records(path, size, seq_length, max_predictions_per_seq, vocab_size)
-
-    if is_training:
-        dataset = dataset.interleave(
-            read_file,
-            cycle_length=min(len(files), 8),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=seed is not None,
-        )
-    else:
-        dataset = dataset.flat_map(read_file)
+    dataset = dataset.interleave(  # one file at a time, in order, unless training
+        lambda path, size: read_checked_records(path, size, seq_length, max_predictions_per_seq, vocab_size),
+        cycle_length=min(len(files), 8) if is_training else 1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=seed is not None or not is_training,
+    )
     if shards > 1 and not shard_files:
         dataset = dataset.shard(shards, shard_index)
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(
-        lambda packed: unpack_features(packed, seq_length, max_predictions_per_seq)
+        lambda packed: _features_and_labels(packed, seq_length, max_predictions_per_seq)
     )
     if dynamic_masking:
         mask_seeds = tf.data.Dataset.random(
             seed=masker.seed if seed is None else seed, rerandomize_each_iteration=True
         )
         dataset = tf.data.Dataset.zip(dataset, mask_seeds).map(
-            lambda features, mask_seed: _remask(features, masker, tf.stack([mask_seed, shard_index])),
+            lambda batch, mask_seed: _remask(*batch, masker, tf.stack([mask_seed, shard_index])),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
-    return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _remask(features: dict[str, tf.Tensor], masker: MaskedLMMasker, seed: tf.Tensor) -> dict[str, tf.Tensor]:
-    """Restores the unmasked ids from the stored labels and draws new masks from `seed` [2] int64.
+def _features_and_labels(
+    packed: tf.Tensor, seq_length: int, max_predictions_per_seq: int
+) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+    """Batches of `read_checked_records` records, int32 [batch, width] -> the model's (features, labels)."""
+    lengths = feature_lengths(seq_length, max_predictions_per_seq)
+    values = dict(zip(lengths, tf.split(packed, list(lengths.values()), axis=1)))
+    values[FLOAT_FEATURE] = tf.cast(values[FLOAT_FEATURE], tf.float32)
+    inputs = {
+        "input_word_ids": values["input_ids"],
+        "input_mask": values["input_mask"],
+        "input_type_ids": values["segment_ids"],
+        "masked_lm_positions": values["masked_lm_positions"],
+    }
+    labels = {name: values[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
+    return inputs, labels
+
+
+def _remask(features: dict, labels: dict, masker: MaskedLMMasker, seed: tf.Tensor) -> tuple[dict, dict]:
+    """Restores the unmasked ids from the labels and draws new masks from `seed` [2] int64.
 
     The masker's settings are applied through its stateless `mask`, not through the layer's call,
     whose seed generator is a variable that would make the iterator impossible to save.
     """
-    selected = features["masked_lm_weights"] > 0
+    selected = labels["masked_lm_weights"] > 0
     rows = tf.broadcast_to(tf.range(tf.shape(selected)[0])[:, tf.newaxis], tf.shape(selected))
     indices = tf.boolean_mask(tf.stack([rows, features["masked_lm_positions"]], axis=-1), selected)
     original = tf.tensor_scatter_nd_update(
-        features["input_ids"], indices, tf.boolean_mask(features["masked_lm_ids"], selected)
+        features["input_word_ids"], indices, tf.boolean_mask(labels["masked_lm_ids"], selected)
     )
     masked = masker.mask(original, seed)
-    features = dict(features, input_ids=tf.ensure_shape(masked["input_word_ids"], original.shape))
-    for name in PREDICTION_FEATURES:  # `mask_tokens` returns them in the stored dtypes
-        features[name] = tf.ensure_shape(masked[name], features[name].shape)
-    return features
-
-
-def _features_and_labels(
-    features: dict[str, tf.Tensor],
-) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
-    """Original feature names -> the model's (features, labels) names."""
-    inputs = {
-        "input_word_ids": features["input_ids"],
-        "input_mask": features["input_mask"],
-        "input_type_ids": features["segment_ids"],
-        "masked_lm_positions": features["masked_lm_positions"],
-    }
-    labels = {name: features[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
-    return inputs, labels
+    for part in (features, labels):  # `mask_tokens` returns them in the model's names and dtypes
+        for name in masked.keys() & part.keys():
+            part[name] = tf.ensure_shape(masked[name], part[name].shape)
+    return features, labels

@@ -16,23 +16,19 @@ Example:
     >>> path = "train.tfrecord"
     >>> records = read_checked_records(tf.constant(path), tf.constant(tf.io.gfile.stat(path).length),
     ...                                seq_length=128, max_predictions_per_seq=20)
-    >>> features = unpack_features(next(iter(records.batch(32))), 128, 20)
-    >>> features["input_ids"].shape, features["masked_lm_weights"].dtype
-    (TensorShape([32, 128]), tf.float32)
+    >>> next(iter(records.batch(32))).shape  # the features of 32 records, one row each
+    TensorShape([32, 445])
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import tensorflow as tf
 
 from keras_bert_lite.data.pretraining.format import (
     FLOAT_FEATURE,
-    describe_range,
-    feature_dtype,
     feature_lengths,
     length_hint,
+    pretraining_feature_spec,
     value_ranges,
 )
 
@@ -55,19 +51,20 @@ def read_checked_records(
     Args:
         path: scalar string tensor, the file.
         size: scalar integer tensor, the file's size in bytes (to detect a file that ends early).
-        seq_length: expected length of input_ids, input_mask and segment_ids.
-        max_predictions_per_seq: expected length of the masked_lm_* features.
-        vocab_size: when given, input_ids and masked_lm_ids must be below it.
+        seq_length, max_predictions_per_seq, vocab_size: as for `check_pretraining_files`.
 
     Returns:
         A dataset of records, each the int32 concatenation of its features in `FEATURES` order
-        (batch them and split them with `unpack_features`). Iterating raises
+        (`pretraining_dataset` batches and splits them). Iterating raises
         `InvalidArgumentError` with a message "<file>, record <n>: <problem>" at the first bad
         record (n counts from 1); a record that does not parse is located within its chunk
         ("records <a> to <b>").
     """
     lengths = feature_lengths(seq_length, max_predictions_per_seq)
-    spec = {name: tf.io.RaggedFeature(feature_dtype(name), row_splits_dtype=tf.int32) for name in lengths}
+    spec = {
+        name: tf.io.RaggedFeature(feature.dtype, row_splits_dtype=tf.int32)
+        for name, feature in pretraining_feature_spec(seq_length, max_predictions_per_seq).items()
+    }
 
     def parse(indices: tf.Tensor, records: tf.Tensor):
         consumed = tf.reduce_sum(tf.cast(tf.strings.length(records), tf.int64) + _RECORD_FRAMING_BYTES)
@@ -93,13 +90,12 @@ def read_checked_records(
     def feature_problems(name: str, length: int, values: tf.RaggedTensor, indices: tf.Tensor) -> list:
         row_lengths = values.row_lengths()
         wrong_length = tf.not_equal(row_lengths, length)
-        low, high = ranges[name]
+        low, high, description = ranges[name]
         flat = values.flat_values
         out_of_range = tf.logical_or(flat < low, flat > high)
         if name == FLOAT_FEATURE:
             out_of_range = tf.logical_or(out_of_range, tf.not_equal(flat, tf.round(flat)))
         hint = length_hint(name, "{}")
-        description = describe_range(name, low, high, seq_length, vocab_size)
 
         def length_message() -> tf.Tensor:
             lengths_found = tf.concat([row_lengths, [length]], 0)  # one more: safe on the end's empty chunk
@@ -111,8 +107,7 @@ def read_checked_records(
         def value_message() -> tf.Tensor:
             # Built whenever any problem holds: safe on a feature without values.
             position = tf.argmax(tf.concat([tf.cast(out_of_range, tf.int32), [0]], 0), output_type=tf.int64)
-            row = tf.searchsorted(values.row_splits, [tf.cast(position, tf.int32)], side="right")[0] - 1
-            row = tf.clip_by_value(row, 0, tf.size(indices) - 1)
+            row = tf.concat([values.value_rowids(), [0]], 0)[position]
             value = tf.concat([flat, tf.zeros([1], flat.dtype)], 0)[position]
             index = position - tf.cast(values.row_splits[row], tf.int64)
             template = f", record {{}}: feature {name} has value {{}} at index {{}}, {description}"
@@ -150,7 +145,13 @@ def read_checked_records(
         ]
         for name, length in lengths.items():
             problems += feature_problems(name, length, features[name], indices)
-        with tf.control_dependencies([_raise_first(problems)]):
+        conditions = tf.stack([bad for bad, _ in problems])
+
+        def first_message() -> tf.Tensor:
+            return tf.boolean_mask(tf.stack([make_message() for _, make_message in problems]), conditions)[0]
+
+        found = tf.cond(tf.reduce_any(conditions), first_message, lambda: tf.constant(""))
+        with tf.control_dependencies([tf.debugging.Assert(tf.equal(found, ""), [found])]):
             # Checked values fit in int32 (weights are 0 or 1): one tensor per record, so that
             # shuffling and batching move one tensor per record, not seven.
             packed = tf.concat(
@@ -172,32 +173,3 @@ def read_checked_records(
         .unbatch()
     )
 
-
-def unpack_features(packed: tf.Tensor, seq_length: int, max_predictions_per_seq: int) -> dict[str, tf.Tensor]:
-    """Batches of `read_checked_records` records, int32 [batch, width] -> the named features.
-
-    Returns:
-        int32 input_ids, input_mask, segment_ids [batch, seq_length]; int32 masked_lm_positions,
-        masked_lm_ids and float32 masked_lm_weights [batch, max_predictions_per_seq]; int32
-        next_sentence_labels [batch, 1].
-    """
-    lengths = feature_lengths(seq_length, max_predictions_per_seq)
-    features = dict(zip(lengths, tf.split(packed, list(lengths.values()), axis=1)))
-    features[FLOAT_FEATURE] = tf.cast(features[FLOAT_FEATURE], tf.float32)
-    return features
-
-
-def _raise_first(problems: list[tuple[tf.Tensor, Callable[[], tf.Tensor]]]) -> tf.Operation:
-    """An op that fails with the message of the first problem whose condition holds.
-
-    The messages are only built inside the branch taken when some condition holds, so valid
-    data does not pay for string formatting.
-    """
-    conditions = tf.stack([bad for bad, _ in problems])
-
-    def first_message() -> tf.Tensor:
-        messages = tf.stack([make_message() for _, make_message in problems])
-        return tf.boolean_mask(messages, conditions)[0]
-
-    message = tf.cond(tf.reduce_any(conditions), first_message, lambda: tf.constant(""))
-    return tf.debugging.Assert(tf.equal(message, ""), [message])

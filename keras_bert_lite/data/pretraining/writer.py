@@ -31,7 +31,7 @@ from absl import logging
 from tqdm import tqdm
 
 from keras_bert_lite.atomic import atomic_write, temporary_path
-from keras_bert_lite.data.pretraining.files import op_error_text
+from keras_bert_lite.data.bad_input import op_error_text
 from keras_bert_lite.data.pretraining.format import serialize_example
 from keras_bert_lite.data.pretraining.pairs import PairInstance, create_pair_instances
 from keras_bert_lite.text.masking import MaskedLMMasker
@@ -123,13 +123,9 @@ def create_pretraining_data(
     tokenizer = BertTokenizer(vocabulary, lower_case=lower_case, max_chars_per_token=200)
     with contextlib.ExitStack() as stack:
         # The writers close before the temporaries are published (the stack unwinds in reverse order).
+        # check_output_files has probed every output folder, so opening the writers is not checked again.
         temporaries = stack.enter_context(atomic_write(*output_files))
-        writers = []
-        for path, temporary in zip(output_files, temporaries):
-            try:
-                writers.append(stack.enter_context(tf.io.TFRecordWriter(temporary)))
-            except tf.errors.OpError as e:
-                raise ValueError(f"Output file {path} cannot be written: {op_error_text(e)}.") from None
+        writers = [stack.enter_context(tf.io.TFRecordWriter(temporary)) for temporary in temporaries]
         token_documents, skipped = tokenize_documents(documents, tokenizer, batch_size, progress)
         if not token_documents:
             raise ValueError(
@@ -179,10 +175,8 @@ def tokenize_documents(
     """Tokenizes every sentence in a `tf.data` pipeline, dropping sentences without tokens.
 
     Args:
-        documents: documents, each a list of sentences (str).
+        documents, batch_size, progress: as for `create_pretraining_data`.
         tokenizer: the `BertTokenizer` to apply.
-        batch_size: sentences per tokenizer call.
-        progress: show a progress bar.
 
     Returns:
         (token_documents, skipped): the documents that keep at least one sentence, each a list
@@ -190,13 +184,12 @@ def tokenize_documents(
     """
     sentences = [sentence for document in documents for sentence in document]
     token_ids: list[list[int]] = []
-    if sentences:
-        batches = tf.data.Dataset.from_tensor_slices(tf.constant(sentences, tf.string)).batch(batch_size)
-        batches = batches.map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        with tqdm(total=len(sentences), unit="sentence", desc="Tokenizing", disable=not progress) as bar:
-            for ragged in batches:
-                token_ids += ragged.to_list()
-                bar.update(int(ragged.nrows()))
+    batches = tf.data.Dataset.from_tensor_slices(tf.constant(sentences, tf.string)).batch(batch_size)
+    batches = batches.map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    with tqdm(total=len(sentences), unit="sentence", desc="Tokenizing", disable=not progress) as bar:
+        for ragged in batches:
+            token_ids += ragged.to_list()
+            bar.update(int(ragged.nrows()))
     token_documents, position = [], 0
     for document in documents:
         kept = [ids for ids in token_ids[position : position + len(document)] if ids]

@@ -19,16 +19,12 @@ from keras_bert_lite.text.packer import BertPackInputs
 class SquadFeatures:
     """Model inputs for windows over the contexts, and what maps them back to text.
 
-    Attributes (N windows, S = max_seq_length):
-        input_word_ids, input_mask, input_type_ids: int32 [N, S], `[CLS] question [SEP] window
-            [SEP]`, padded.
-        start_positions, end_positions: int32 [N], the answer's first/last token in the window,
-            0 ([CLS]) if the window does not contain it or the question is unanswerable.
+    Attributes (N windows, S = max_seq_length), the `squad_windows` outputs of the same names:
+        input_word_ids, input_mask, input_type_ids: int32 [N, S], `[CLS] question [SEP] window [SEP]`.
+        start_positions, end_positions: int32 [N], the answer's first/last token; 0 ([CLS]) if none.
         example_index: int32 [N], the window's example (non-decreasing).
-        token_starts, token_ends: int32 [N, S], byte span in the context of the word of each
-            window token, -1 for tokens outside the context.
-        max_context: bool [N, S], whether this window gives the token its most context (the
-            window in which a token's prediction counts).
+        token_starts, token_ends: int32 [N, S], byte offsets in the context (-1 outside it).
+        max_context: bool [N, S], whether this window is where the token's prediction counts.
     """
 
     input_word_ids: np.ndarray

@@ -27,17 +27,14 @@ def exact_match(prediction: str, reference: str) -> int:
 
 
 def f1_score(prediction: str, reference: str) -> float:
-    """Token-overlap F1 of the normalised texts (both empty: 1; one empty: 0)."""
+    """Token-overlap F1 of the normalised texts (both empty: 1; one empty: 0): the harmonic mean of
+    precision and recall, 2 overlap / (predicted tokens + reference tokens)."""
     predicted = normalize_answer(prediction).split()
     gold = normalize_answer(reference).split()
     if not predicted or not gold:
         return float(predicted == gold)
-    common = collections.Counter(predicted) & collections.Counter(gold)
-    overlap = sum(common.values())
-    if overlap == 0:
-        return 0.0
-    precision, recall = overlap / len(predicted), overlap / len(gold)
-    return 2 * precision * recall / (precision + recall)
+    overlap = sum((collections.Counter(predicted) & collections.Counter(gold)).values())
+    return 2 * overlap / (len(predicted) + len(gold))
 
 
 def squad_evaluate(examples: list[SquadExample], predictions: dict[str, str]) -> dict[str, float]:

@@ -50,10 +50,8 @@ def predict_answers(
 ) -> SquadPredictions:
     """The paper's answer selection: the span (i, j), j >= i, maximising start_i + end_j.
 
-    Candidates are ranked by `score_spans` (the `n_best_size` best start and end positions of
-    every window of an example; context tokens only, at most `max_answer_length` tokens, the
-    start token in the window that gives it the most context). The n-best list keeps the best
-    candidate of each distinct text, as the original `write_predictions` does.
+    Candidates are ranked by `score_spans` (which states its rules). The n-best list keeps the
+    best candidate of each distinct text, as the original `write_predictions` does.
 
     Args:
         examples, features: as given to the model.
@@ -106,15 +104,13 @@ def _add_prediction(predictions, example, features, spans, first_window, n_best_
     (most are never looked at).
     """
     context = example.context.encode("utf-8")
+    scores, start_logits, end_logits = spans["score"], spans["start_logit"], spans["end_logit"]
 
-    def candidate(c):
-        """(start_logit, end_logit, window, start, end) of the c-th best candidate."""
+    def text_of(c):
+        """The context text of the c-th best candidate."""
         window = first_window + spans["window"][c]
-        return spans["start_logit"][c], spans["end_logit"][c], window, spans["start"][c], spans["end"][c]
-
-    def text_of(window, start, end):
-        span = context[features.token_starts[window, start] : features.token_ends[window, end]]
-        return span.decode("utf-8", "replace")
+        start = features.token_starts[window, spans["start"][c]]
+        return context[start : features.token_ends[window, spans["end"][c]]].decode("utf-8", "replace")
 
     null_score = spans["null_score"]
     null_entry = ("", spans["null_start_logit"], spans["null_end_logit"])
@@ -122,31 +118,29 @@ def _add_prediction(predictions, example, features, spans, first_window, n_best_
     # The n-best list: the best candidate of each distinct text; for SQuAD 2.0 the null entry is ranked
     # among them (after spans of equal score), or appended if it ranks below the n-th.
     entries, seen = [], set()
-    for c in range(len(spans["score"])):
-        start_logit, end_logit, *span = candidate(c)
-        if with_null and "" not in seen and null_score > start_logit + end_logit and len(entries) < n_best_size:
+    for c in range(len(scores)):
+        if with_null and "" not in seen and null_score > scores[c] and len(entries) < n_best_size:
             entries.append(null_entry)
             seen.add("")
         if len(entries) >= n_best_size:
             break
-        text = text_of(*span)
+        text = text_of(c)
         if text not in seen:
             seen.add(text)
-            entries.append((text, start_logit, end_logit))
+            entries.append((text, start_logits[c], end_logits[c]))
     if with_null and "" not in seen:
         entries.append(null_entry)
     if not entries:
         entries.append(("", 0.0, 0.0))
-    scores = np.array([s + e for _, s, e in entries], "float64")
-    probabilities = np.exp(scores - scores.max())
+    entry_scores = np.array([s + e for _, s, e in entries], "float64")
+    probabilities = np.exp(entry_scores - entry_scores.max())
     probabilities /= probabilities.sum()
     predictions.nbest[example.qas_id] = [
         {"text": text, "probability": float(p), "start_logit": float(s), "end_logit": float(e)}
         for (text, s, e), p in zip(entries, probabilities)
     ]
-    best = candidate(0) if len(spans["score"]) else None
-    difference = null_score - best[0] - best[1] if best else float("inf")
+    difference = null_score - start_logits[0] - end_logits[0] if len(scores) else float("inf")
     if with_null:
         predictions.null_odds[example.qas_id] = float(difference)
-    answered = best and not (with_null and difference > threshold)
-    predictions.answers[example.qas_id] = text_of(*best[2:]) if answered else ""
+    answered = len(scores) and not (with_null and difference > threshold)
+    predictions.answers[example.qas_id] = text_of(0) if answered else ""

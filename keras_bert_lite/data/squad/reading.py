@@ -1,7 +1,7 @@
 """Reading SQuAD v1.1 / v2.0 JSON files into `SquadExample`s, with every bad field reported.
 
 Bad questions are named by file, line and question id. Lines are found by one pass over the
-file's JSON tokens (`_JsonLines`), made only when the first bad record is reported, so reading
+file's JSON tokens (`_json_lines`), made only when the first bad record is reported, so reading
 stays linear in the file size however many questions are bad.
 """
 
@@ -44,39 +44,35 @@ class SquadExample:
 _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 
 
-class _JsonLines:
+def _json_lines(raw: str) -> dict[tuple, int]:
     """1-based lines of the objects and keys of a JSON text, by path, e.g. `("data", 0, "paragraphs", 2)`.
 
     Built from a single scan of the JSON tokens (valid JSON only: the text has been parsed before), so
     that a bad record's line costs one pass over the file in all, not one per bad record.
     """
-
-    def __init__(self, raw: str):
-        self.lines: dict[tuple, int] = {}
-        stack: list[list] = []  # [kind "{" or "[", path, current key or index, last string seen]
-        line, scanned = 1, 0
-        for match in _JSON_TOKENS.finditer(raw):
-            token, position = match.group(), match.start()
-            line += raw.count("\n", scanned, position)
-            scanned = position
-            if token in "{[":
-                path = () if not stack else (*stack[-1][1], stack[-1][2])
-                stack.append([token, path, 0 if token == "[" else None, None])
-                self.lines.setdefault(path, line)
-            elif token in "}]":
-                stack.pop()
-            elif token == ":":
-                top = stack[-1]
-                top[2] = json.loads(top[3])
-                self.lines[(*top[1], top[2])] = line
-            elif token == ",":
-                if stack[-1][0] == "[":
-                    stack[-1][2] += 1
-            else:
-                stack[-1][3] = token
-
-    def __call__(self, *path) -> int | None:
-        return self.lines.get(path)
+    lines: dict[tuple, int] = {}
+    stack: list[list] = []  # [kind "{" or "[", path, current key or index, last string seen]
+    line, scanned = 1, 0
+    for match in _JSON_TOKENS.finditer(raw):
+        token, position = match.group(), match.start()
+        line += raw.count("\n", scanned, position)
+        scanned = position
+        if token in "{[":
+            path = () if not stack else (*stack[-1][1], stack[-1][2])
+            stack.append([token, path, 0 if token == "[" else None, None])
+            lines.setdefault(path, line)
+        elif token in "}]":
+            stack.pop()
+        elif token == ":":
+            top = stack[-1]
+            top[2] = json.loads(top[3])
+            lines[(*top[1], top[2])] = line
+        elif token == ",":
+            if stack[-1][0] == "[":
+                stack[-1][2] += 1
+        else:
+            stack[-1][3] = token
+    return lines
 
 
 def read_squad(
@@ -119,11 +115,11 @@ def read_squad(
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise ValueError(f"{path}: expected a JSON object with a 'data' list (SQuAD format).")
     bad = BadRecords(path, on_error)
-    json_lines = functools.cache(lambda: _JsonLines(raw))  # the file is scanned at its first bad record
+    json_lines = functools.cache(lambda: _json_lines(raw))  # the file is scanned at its first bad record
 
     def line(at: tuple) -> int | None:
         """The line of the object at path `at` (of its "id" key, for questions)."""
-        return json_lines()(*at, "id") or json_lines()(*at)
+        return json_lines().get((*at, "id")) or json_lines().get(at)
 
     examples: list[SquadExample] = []
     first_path: dict[str, tuple] = {}  # question id -> where it occurs first
