@@ -26,32 +26,3 @@ from keras_bert_lite.data.squad import (
     squad_features,
 )
 from keras_bert_lite.data.tfds_tasks import load_conll_from_tfds, load_glue_from_tfds, load_squad_from_tfds
-
-__all__ = [
-    "CONLL2003_TAGS",
-    "GLUE_TASKS",
-    "ClassificationData",
-    "PretrainingDataStats",
-    "builtin_documents",
-    "check_pretraining_files",
-    "classification_dataset",
-    "create_pretraining_data",
-    "entity_f1",
-    "get_glue_task",
-    "glue_metrics",
-    "load_conll_from_tfds",
-    "load_glue_from_tfds",
-    "load_squad_from_tfds",
-    "ner_dataset",
-    "predict_answers",
-    "pretraining_dataset",
-    "pretraining_feature_spec",
-    "read_conll",
-    "read_documents",
-    "read_glue_tsv",
-    "read_squad",
-    "squad_dataset",
-    "squad_evaluate",
-    "squad_features",
-    "tfds_documents",
-]

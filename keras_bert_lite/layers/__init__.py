@@ -9,13 +9,3 @@ from keras_bert_lite.layers.heads import (
     SpanHead,
 )
 from keras_bert_lite.layers.transformer import TransformerEncoderBlock
-
-__all__ = [
-    "BertEmbeddings",
-    "BertPooler",
-    "ClassificationHead",
-    "MaskedLMHead",
-    "NextSentenceHead",
-    "SpanHead",
-    "TransformerEncoderBlock",
-]

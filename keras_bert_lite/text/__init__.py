@@ -6,15 +6,3 @@ from keras_bert_lite.text.packer import BertPackInputs
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import BertTokenizer
 from keras_bert_lite.text.vocab import SPECIAL_TOKENS, build_vocab, load_vocabulary
-
-__all__ = [
-    "SPECIAL_TOKENS",
-    "BertPackInputs",
-    "BertPreprocessor",
-    "BertTokenizer",
-    "MaskedLMMasker",
-    "build_vocab",
-    "load_vocabulary",
-    "mask_tokens",
-    "normalize_text",
-]

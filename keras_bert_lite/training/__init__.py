@@ -10,13 +10,3 @@ from keras_bert_lite.training.run_checkpoints import (
     export_pretrained,
     restore_model_weights,
 )
-
-__all__ = [
-    "NonFiniteLossError",
-    "PretrainingLoop",
-    "TrainingCheckpoints",
-    "export_pretrained",
-    "get_strategy",
-    "restore_model_weights",
-    "run_pretraining",
-]

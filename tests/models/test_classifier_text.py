@@ -196,4 +196,3 @@ def test_the_text_path_is_exported_at_top_level():
                                                          checkpoint_folder.find_checkpoint)
     assert (kbl.text_dataset, kbl.save_model) == (text_inputs.text_dataset, rebuild.save_model)
     assert kbl.check_pretraining_files is check_pretraining_files
-    assert {"from_checkpoint", "find_checkpoint", "text_dataset", "save_model"} <= set(kbl.__all__)

@@ -13,19 +13,3 @@ from keras_bert_lite.data.glue.dataset import check_labels, classification_datas
 from keras_bert_lite.data.glue.metrics import f1_binary, glue_metrics, matthews_corrcoef, pearson, spearman
 from keras_bert_lite.data.glue.reader import ClassificationData, ClassificationExample, read_glue_tsv
 from keras_bert_lite.data.glue.tasks import GLUE_TASKS, GlueTask, get_glue_task
-
-__all__ = [
-    "GLUE_TASKS",
-    "ClassificationData",
-    "ClassificationExample",
-    "GlueTask",
-    "check_labels",
-    "classification_dataset",
-    "f1_binary",
-    "get_glue_task",
-    "glue_metrics",
-    "matthews_corrcoef",
-    "pearson",
-    "read_glue_tsv",
-    "spearman",
-]

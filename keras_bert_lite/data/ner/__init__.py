@@ -11,15 +11,3 @@ Example:
 from keras_bert_lite.data.ner.conll import CONLL2003_TAGS, TaggedSentence, read_conll
 from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs, word_positions
 from keras_bert_lite.data.ner.metrics import entity_f1, entity_spans
-
-__all__ = [
-    "CONLL2003_TAGS",
-    "TaggedSentence",
-    "entity_f1",
-    "entity_spans",
-    "ner_dataset",
-    "predicted_tags",
-    "read_conll",
-    "tag_inputs",
-    "word_positions",
-]

@@ -8,11 +8,3 @@ One job a module: `format` (the record's features), `pairs` (next-sentence pairs
 from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
 from keras_bert_lite.data.pretraining.reader import check_pretraining_files, pretraining_dataset
 from keras_bert_lite.data.pretraining.writer import PretrainingDataStats, create_pretraining_data
-
-__all__ = [
-    "PretrainingDataStats",
-    "check_pretraining_files",
-    "create_pretraining_data",
-    "pretraining_dataset",
-    "pretraining_feature_spec",
-]

@@ -24,22 +24,3 @@ from keras_bert_lite.data.squad.predictions import SquadPredictions, predict_ans
 from keras_bert_lite.data.squad.reading import SquadExample, parse_question, read_squad
 from keras_bert_lite.data.squad.spans import score_spans
 from keras_bert_lite.data.squad.windows import squad_windows
-
-__all__ = [
-    "AnswerOptions",
-    "SquadExample",
-    "SquadFeatures",
-    "SquadPredictions",
-    "answer_questions",
-    "exact_match",
-    "f1_score",
-    "normalize_answer",
-    "parse_question",
-    "predict_answers",
-    "read_squad",
-    "score_spans",
-    "squad_dataset",
-    "squad_evaluate",
-    "squad_features",
-    "squad_windows",
-]
