@@ -102,7 +102,6 @@ class BertClassifier(ClassificationTaskModel):
 
     @staticmethod
     def head_input(encoder, inputs):
-        # Only the pooled [CLS] output is read: no other position of the last layer is computed.
         return encoder(inputs, output_positions=())["pooled_output"]
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):

@@ -98,15 +98,9 @@ class RebuiltModel(keras.Model):
         self._recorded_edits = (*self.edits, edit)
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
-        """`keras.Model.quantize`, recorded so that `.keras` files of the result load.
-
-        Args:
-            mode: "int8", "int4" or "float8" (or given by `config`).
-            config: an optional `keras.quantizers.QuantizationConfig`.
-            filters: optional regex string or list of them (layer paths to quantize). A callable
-                works, but such a model cannot be saved as a `.keras` file.
-            **kwargs: passed to `keras.Model.quantize`.
-        """
+        """`keras.Model.quantize` (the same arguments), recorded so that `.keras` files of the result
+        load. `filters` (layer paths to quantize) may be a regex string or a list of them; a callable
+        works too, but such a model cannot be saved as a `.keras` file."""
         super().quantize(mode, config=config, filters=filters, **kwargs)
         self._record_edit({"method": "quantize", "mode": mode, "config": config, "filters": filters})
 

@@ -101,10 +101,7 @@ class BertSpanLabeler(TextTaskModel):
         return squad_dataset(features, batch_size, is_training=shuffle)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        loss = span_loss(y, y_pred)
-        if self.losses:
-            loss = loss + ops.sum(ops.stack(self.losses))
-        return replica_share(loss)
+        return replica_share(span_loss(y, y_pred) + sum(self.losses))  # plus any regularization losses
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         for side, metric in (("start", self.start_accuracy), ("end", self.end_accuracy)):
