@@ -243,12 +243,9 @@ def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
         why = f"do_lower_case in {config_path}" if found else f"no {config_path}: transformers' default"
         return read_hf_lower_case(directory), why
     tokens = load_vocabulary(vocab_file)
-    if kind == "google":
-        lower_case = lower_case_for_folder(directory, tokens)
-        if lower_case_from_vocabulary(tokens) != lower_case:
-            return lower_case, f"the Google folder's name {os.path.basename(directory)}"
-    else:
-        lower_case = lower_case_from_vocabulary(tokens)
+    lower_case = lower_case_from_vocabulary(tokens)
+    if kind == "google" and lower_case_for_folder(directory, tokens) != lower_case:
+        return not lower_case, f"the Google folder's name {os.path.basename(directory)}"
     return lower_case, f"the vocabulary {vocab_file} is {'uncased' if lower_case else 'cased'}"
 
 

@@ -216,22 +216,20 @@ def _from_dataset(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
     """A dataset of texts (see the module docstring) as `text_dataset` batches them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
-    if len(parts) == 2 and _is_text_spec(parts):
-        text_parts = 2  # an unlabelled (text_a, text_b) pair
-    elif 1 <= len(parts) <= 3 and _is_text_spec(parts[0]):
-        text_parts = 1
-    else:
+    if len(parts) == 2 and _is_text_spec(parts):  # an unlabelled (text_a, text_b) pair
+        dataset, parts = dataset.map(lambda text_a, text_b: ((text_a, text_b),)), (parts,)
+    if not (1 <= len(parts) <= 3 and _is_text_spec(parts[0])):
         raise ValueError(
             f"The dataset's elements are {spec}; expected texts: x, (x, y) or (x, y, sample_weight) "
             "with x a tf.string (one text) or a pair of them, or (text_a, text_b) pairs."
         )
-    for label_spec in parts[text_parts:]:
+    for label_spec in parts[1:]:
         if any(s.dtype == tf.string for s in tf.nest.flatten(label_spec)):
             raise ValueError(
                 f"The dataset's labels/weights {label_spec} hold strings; they must be numbers. For text "
                 "pairs with labels, nest the pair: ((text_a, text_b), label)."
             )
-    ranks = {s.shape.rank for s in tf.nest.flatten(parts[:2] if text_parts == 2 else parts[0])}
+    ranks = {s.shape.rank for s in tf.nest.flatten(parts[0])}
     if ranks not in ({0}, {1}):
         raise ValueError(
             f"The dataset's texts have shapes {spec}; expected one string per element (scalars) or "
@@ -239,12 +237,7 @@ def _from_dataset(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
         )
     if ranks == {0}:
         dataset = dataset.batch(batch_size)
-
-    def regroup(*element):
-        text = element[:2] if text_parts == 2 else element[0]
-        return (tuple(text) if isinstance(text, (tuple, list)) else text, *element[text_parts:])
-
-    return dataset.map(regroup)
+    return dataset.map(lambda text, *rest: (text, *rest))  # always a tuple, as in-memory batches are
 
 
 def _is_text_spec(spec) -> bool:
