@@ -89,8 +89,6 @@ class BertSpanLabeler(TextTaskModel):
         if not len(questions) == len(contexts) == len(y):
             raise ValueError(f"{self.name}: {len(questions)} questions, {len(contexts)} contexts and {len(y)} "
                              "answers; give one context and one answer (or None) per question.")
-        if not questions:
-            raise ValueError(f"{self.name}: x is empty; expected at least one question.")
         bad = BadRecords(f"{self.name}: y", on_error="raise")  # SQuAD files' checks, naming the question
         examples = [parse_question(_question_entry(i, question, answer), context, True, bad)
                     for i, (question, context, answer) in enumerate(zip(questions, contexts, y))]
