@@ -192,7 +192,7 @@ def _per_example(values, name: str, count: int, dtype: str | None = None, num_cl
                 for key, v in values.items()}
     if isinstance(values, tuple) and values and not np.isscalar(values[0]):
         return tuple(_per_example(v, f"{name}[{i}]", count, dtype, num_classes) for i, v in enumerate(values))
-    array = values.numpy() if tf.is_tensor(values) else np.asarray(values)
+    array = np.asarray(values)
     if array.dtype.kind in "USO":  # numpy dtype kinds that may hold text: unicode, bytes, object
         raise ValueError(
             f"{name} holds {array.ravel()[:1].tolist()[0]!r} and the like; labels must be numbers: class ids (int) or "
