@@ -88,8 +88,7 @@ class BertTokenClassifier(ClassificationTaskModel):
     def _words(sentence, name: str) -> list[str]:
         if isinstance(sentence, str):
             return _WORD.findall(sentence)
-        words = list(text_column(sentence, name).numpy()) if len(sentence) else []
-        return [word.decode("utf-8") if isinstance(word, bytes) else word for word in words]
+        return [word.decode("utf-8") for word in text_column(sentence, name).numpy()] if len(sentence) else []
 
     def _tag_names(self, tags, num_words: int, index: int) -> list[str]:
         tags = list(tags)
