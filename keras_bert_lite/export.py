@@ -82,10 +82,8 @@ def export_saved_model(
     |                       | whitespace)                   | [B, W] (padded ""), `tag_ids` int32      |
     |                       |                               | [B, W] (padded -1), `num_words` [B]      |
 
-    A span model answers as `predict_answers` evaluates it: contexts longer than one window are
-    split into the same doc-stride windows, the model runs on all of them, and the same scorer
-    picks the best span over them (`keras_bert_lite.data.squad.answer_questions`). Only the
-    model's variables are saved, never its optimizer's.
+    A span model answers as its `predict_answers` does (the same windows and span scoring). Only
+    the model's variables are saved, never its optimizer's.
 
     Args:
         model: one of the task models above.
@@ -110,7 +108,10 @@ def export_saved_model(
     if isinstance(model, BertClassifier):
         endpoint = _classifier_endpoint(model, preprocessor, labels, text_pair)
     elif isinstance(model, BertSpanLabeler):
-        endpoint = _span_endpoint(model, preprocessor, answer_options)
+        answer_options.check(preprocessor.seq_length)
+        tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
+        endpoint = (lambda question, context: answer_questions(model, tokenizer, packer, question, context,
+                                                               answer_options)), [_STRINGS, _STRINGS]
     elif isinstance(model, BertTokenClassifier):
         endpoint = _tagger_endpoint(model, preprocessor, labels)
     else:
@@ -156,15 +157,6 @@ def _without_shared_padding(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor
     """
     length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)  # 1: an empty batch
     return {name: value[:, :length] for name, value in inputs.items()}
-
-
-def _span_endpoint(model: BertSpanLabeler, preprocessor, options: AnswerOptions):
-    options.check(preprocessor.seq_length)
-
-    def serve(question, context):
-        return answer_questions(model, preprocessor.tokenizer, preprocessor.packer, question, context, options)
-
-    return serve, [_STRINGS, _STRINGS]
 
 
 def _tagger_endpoint(model: BertTokenClassifier, preprocessor, labels):

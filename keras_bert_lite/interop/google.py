@@ -62,10 +62,9 @@ def resolve_checkpoint_prefix(path: str | os.PathLike) -> str:
             raise FileNotFoundError(f"No TF checkpoint in directory {path} (expected e.g. bert_model.ckpt.index).")
         if len(indexes) > 1:
             raise ValueError(f"Several checkpoints in directory {path}: {indexes}; pass the prefix of one.")
-        return indexes[0][: -len(".index")]
-    if path.endswith(".index"):
-        path = path[: -len(".index")]
-    elif ".data-" in os.path.basename(path):
+        return indexes[0].removesuffix(".index")
+    path = path.removesuffix(".index")
+    if ".data-" in os.path.basename(path):
         path = path[: path.rindex(".data-")]
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"TF checkpoint not found: {path}.index does not exist.")

@@ -49,7 +49,7 @@ def hub_folder(path: str | os.PathLike) -> str | None:
     if not isinstance(path, str):
         return None
     prefixed = path.startswith(HUB_PREFIX)
-    repo_id, _, revision = path[len(HUB_PREFIX) if prefixed else 0:].partition("@")
+    repo_id, _, revision = path.removeprefix(HUB_PREFIX).partition("@")
     if not (prefixed or (_REPO_ID.fullmatch(repo_id) and not os.path.exists(path))):
         return None
     tried = "" if prefixed else f"No file or folder {path}; as a Hugging Face Hub name: "

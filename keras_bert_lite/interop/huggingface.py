@@ -135,8 +135,7 @@ def normalize_names(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     weight/bias (older files say gamma/beta), without buffers and tied copies."""
     out = {}
     for name, value in weights.items():
-        if name.startswith("bert."):
-            name = name[len("bert."):]
+        name = name.removeprefix("bert.")
         out[name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")] = value
     out.pop("embeddings.position_ids", None)  # a buffer of 0..P-1, not a weight
     # The MLM decoder is tied to the word embeddings and its bias to cls.predictions.bias; drop

@@ -15,8 +15,6 @@ import dataclasses
 
 import keras
 
-FORMATS = ("google", "hf")
-
 # Checkpoint names of the pre-training heads, which an encoder alone does not use.
 GOOGLE_HEAD_PREFIXES = ("cls/predictions/", "cls/seq_relationship/")
 HF_HEAD_PREFIXES = ("cls.predictions.", "cls.seq_relationship.")
@@ -124,10 +122,7 @@ def weight_specs(model: keras.Model, fmt: str) -> list[WeightSpec]:
 
     Raises:
         TypeError: for any other model (pass e.g. a classifier's `.encoder`).
-        ValueError: for an unknown `fmt`.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"Unknown checkpoint format {fmt!r}; expected one of {FORMATS}.")
     encoder = model.encoder if is_pretrainer(model) else model
     if not all(hasattr(encoder, name) for name in ("config", "embeddings", "transformer_layers", "pooler")):
         raise TypeError(

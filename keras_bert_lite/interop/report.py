@@ -54,18 +54,13 @@ class LoadReport:
             allowed_unexpected: name prefixes whose unused tensors are not a problem (e.g. the
                 pre-training heads when loading an encoder).
         """
-        unexpected = [n for n in self.unexpected if not n.startswith(tuple(allowed_unexpected))]
-        lines = []
-        if self.config_mismatches:
-            lines.append(f"config differs ({len(self.config_mismatches)}): {_listing(self.config_mismatches)}")
-        if self.mismatched:
-            shapes = [f"{n} (checkpoint {list(c)} vs model {list(m)})" for n, c, m in self.mismatched]
-            lines.append(f"shape mismatch ({len(shapes)}): {_listing(shapes)}")
-        if self.missing:
-            lines.append(f"missing from the checkpoint ({len(self.missing)}): {_listing(self.missing)}")
-        if unexpected:
-            lines.append(f"unexpected in the checkpoint ({len(unexpected)}): {_listing(unexpected)}")
-        return lines
+        kinds = {
+            "config differs": self.config_mismatches,
+            "shape mismatch": [f"{n} (checkpoint {list(c)} vs model {list(m)})" for n, c, m in self.mismatched],
+            "missing from the checkpoint": self.missing,
+            "unexpected in the checkpoint": [n for n in self.unexpected if not n.startswith(tuple(allowed_unexpected))],
+        }
+        return [f"{kind} ({len(names)}): {_listing(names)}" for kind, names in kinds.items() if names]
 
     @property
     def ok(self) -> bool:

@@ -12,18 +12,17 @@ with the checkpoint's pre-training heads (to continue pre-training), a `BertPret
 - "google": a Google BERT release folder (`bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`),
   or the checkpoint prefix inside one (`.../bert_model.ckpt`, as the original scripts take it).
 - "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`;
-  or a Hugging Face Hub name, `"hf://org/name"` or (when no such local path exists)
-  `"org/name"`, optionally ending in `@revision` (`"hf://org/name@v1.0"`): its files are fetched
-  with `huggingface_hub` into its cache (`pip install keras_bert_lite[hub]`; see
-  `keras_bert_lite.interop.hub`).
+  or a Hugging Face Hub name (`"hf://org/name@revision"`, or `"org/name"` when no such local
+  path exists), fetched into its cache (see `keras_bert_lite.interop.hub.hub_folder`).
 
 Whether the vocabulary is uncased (lower-case and strip accents before WordPiece) is decided by
 the same rule as each kind's own loader, so a folder reads the same whichever way it is loaded:
-Hugging Face folders by `tokenizer_config.json`'s `do_lower_case` (True, transformers' default,
-without one: `read_hf_lower_case`); Google folders by Google's names (`uncased_*`, `cased_*`),
-else by the vocabulary (`lower_case_for_folder`); our folders by their `tokenizer_config.json`
-(`export_pretrained` writes one), else by the vocabulary, which is uncased exactly when none of its tokens has an upper-case letter (`lower_case_from_vocabulary`;
-WordPiece learned on lower-cased text cannot produce one).
+Hugging Face folders by `tokenizer_config.json`'s `do_lower_case` (`read_hf_lower_case`; True
+without one, as in transformers); Google folders by Google's names (`uncased_*`, `cased_*`), else
+by the vocabulary (`lower_case_for_folder`); our folders by their `tokenizer_config.json`
+(`export_pretrained` writes one), else by the vocabulary (`lower_case_from_vocabulary`: uncased
+exactly when no token has an upper-case letter, which WordPiece learned on lower-cased text
+cannot produce).
 
 Example:
 
@@ -54,10 +53,12 @@ from keras_bert_lite.interop import (
     read_hf_lower_case,
     resolve_checkpoint_prefix,
 )
+from keras_bert_lite.interop.google import CONFIG_NAME as GOOGLE_CONFIG_NAME
 from keras_bert_lite.interop.hub import hub_folder
 from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME, WEIGHT_NAMES
 from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES, is_pretrainer
 from keras_bert_lite.interop.release import (
+    VOCAB_NAME,
     lower_case_for_folder,
     lower_case_from_vocabulary,
     make_preprocessor,
@@ -68,8 +69,6 @@ from keras_bert_lite.text.preprocessor import BertPreprocessor
 from keras_bert_lite.text.tokenizer import load_vocabulary
 
 KERAS_ENCODER_NAME = "encoder.keras"
-GOOGLE_CONFIG_NAME = "bert_config.json"
-VOCAB_NAME = "vocab.txt"
 MODEL_KINDS = ("encoder", "pretrainer")
 
 
@@ -156,8 +155,7 @@ def from_checkpoint(
     """Loads the pre-trained `BertEncoder` at `path` and a `BertPreprocessor` for its vocabulary.
 
     Args:
-        path: see `find_checkpoint`: a folder or file of any kind, or a Hugging Face Hub name
-            (`"hf://org/name"`, `"org/name"`, optionally `"...@revision"`).
+        path: as for `find_checkpoint`: a folder or file of any kind, or a Hugging Face Hub name.
         seq_length: the preprocessor's packed length (at most the model's
             `max_position_embeddings`).
         lower_case: whether to lower-case and strip accents; None reads it from the folder (see
@@ -243,12 +241,9 @@ def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
         why = f"do_lower_case in {config_path}" if found else f"no {config_path}: transformers' default"
         return read_hf_lower_case(directory), why
     tokens = load_vocabulary(vocab_file)
-    if kind == "google":
-        lower_case = lower_case_for_folder(directory, tokens)
-        if lower_case_from_vocabulary(tokens) != lower_case:
-            return lower_case, f"the Google folder's name {os.path.basename(directory)}"
-    else:
-        lower_case = lower_case_from_vocabulary(tokens)
+    lower_case = lower_case_from_vocabulary(tokens)
+    if kind == "google" and lower_case_for_folder(directory, tokens) != lower_case:
+        return not lower_case, f"the Google folder's name {os.path.basename(directory)}"
     return lower_case, f"the vocabulary {vocab_file} is {'uncased' if lower_case else 'cased'}"
 
 

@@ -15,13 +15,14 @@ from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 class ClassificationTaskModel(TextTaskModel):
     """The base of `BertClassifier` and `BertTokenClassifier`: a `ClassificationHead` on what
-    `head_input(encoder, inputs)` reads from the encoder, with the arguments both take."""
+    `head_input(encoder, inputs)` reads from the encoder, with the arguments both take (see
+    `BertClassifier`), named `DEFAULT_NAME` unless a `name` is given."""
 
     CONFIG_ARGS = ("num_classes", "dropout_rate", "label_names", "activation")
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float,
-                 label_names: Sequence[str] | None, preprocessor: BertPreprocessor | None,
-                 activation: str | None, **kwargs):
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
+                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
+                 activation: str | None = None, **kwargs):
         model_name = type(self).__name__
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"{model_name}: num_classes must be a positive integer, got {num_classes!r}.")
@@ -41,7 +42,7 @@ class ClassificationTaskModel(TextTaskModel):
         outputs = classifier(self.head_input(encoder, inputs))
         if activation == "softmax":
             outputs = keras.layers.Activation("softmax", dtype="float32", name="softmax")(outputs)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **{"name": self.DEFAULT_NAME, **kwargs})
         self.attach(encoder, preprocessor)
         self.classifier = classifier
         self.num_classes = num_classes
@@ -92,17 +93,17 @@ class BertClassifier(ClassificationTaskModel):
         >>> clf.save("clf.keras")                        # weights, config and vocabulary
     """
 
+    DEFAULT_NAME = "bert_classifier"
+
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
                  label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
                  activation: str | None = None, **kwargs):
         if num_classes == 1 and (label_names is not None or activation is not None):
             raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names or activation.")
-        kwargs.setdefault("name", "bert_classifier")
         super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
 
     @staticmethod
     def head_input(encoder, inputs):
-        # Only the pooled [CLS] output is read: no other position of the last layer is computed.
         return encoder(inputs, output_positions=())["pooled_output"]
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):

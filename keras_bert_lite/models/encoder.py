@@ -183,14 +183,7 @@ class BertEncoder(RebuiltModel):
         self._record_edit({"method": "enable_lora", "rank": rank, "target_names": list(target_names)})
 
     def constructor_config(self) -> dict:
-        return {"config": self.config.to_dict(), "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
-
-    @classmethod
-    def from_constructor_config(cls, config: dict) -> BertEncoder:
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return {"config": self.config.to_dict(), "dtype": self.dtype_policy}
 
 
 def _no_positions(output_positions) -> bool:

@@ -52,11 +52,7 @@ class BertPretrainer(EncoderTaskModel):
             name="masked_lm",
         )
         next_sentence = NextSentenceHead(config.initializer_range, dtype=encoder.dtype_policy, name="next_sentence")
-        # The last layer runs only at [CLS] (for the pooler) and the masked positions: the
-        # other positions' outputs would not be read.
-        hidden = encoder(
-            {name: inputs[name] for name in INPUT_NAMES}, output_positions=inputs["masked_lm_positions"]
-        )
+        hidden = encoder({name: inputs[name] for name in INPUT_NAMES}, output_positions=inputs["masked_lm_positions"])
         outputs = {
             "mlm_logits": masked_lm(hidden["sequence_output"]),
             "nsp_logits": next_sentence(hidden["pooled_output"]),
@@ -75,9 +71,7 @@ class BertPretrainer(EncoderTaskModel):
         total, mlm_loss, nsp_loss = pretraining_losses(y, y_pred)
         self.mlm_loss_tracker.update_state(mlm_loss)
         self.nsp_loss_tracker.update_state(nsp_loss)
-        if self.losses:
-            total = total + ops.sum(ops.stack(self.losses))
-        return replica_share(total)
+        return replica_share(total + sum(self.losses))  # plus any regularization losses
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         self.mlm_accuracy.update_state(

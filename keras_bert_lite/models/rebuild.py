@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
 
 import keras
 import tensorflow as tf
@@ -80,18 +79,14 @@ class RebuiltModel(keras.Model):
     constructor, then loads the weights. `quantize()` and `enable_lora()` change which variables a
     layer has (int8 kernels and scales; LoRA factors), so the calls are recorded in the config
     and repeated, in order, on the rebuilt model before its weights load: a quantized or LoRA model
-    saves and loads like any other. Subclasses implement `constructor_config()` (JSON-able
-    arguments) and, if some argument needs deserializing, `from_constructor_config()`.
+    saves and loads like any other. Subclasses implement `constructor_config()`; the Keras objects
+    among the arguments (an encoder, a preprocessor, a dtype policy) are serialized by `get_config`
+    and rebuilt by `from_config`.
     """
 
     def constructor_config(self) -> dict:
-        """The constructor arguments, JSON-able, without `name` and `trainable`."""
+        """The constructor arguments without `name` and `trainable`: JSON-able values or Keras objects."""
         raise NotImplementedError
-
-    @classmethod
-    def from_constructor_config(cls, config: dict) -> RebuiltModel:
-        """Builds the model from `constructor_config()`'s output (plus `name`, `trainable`)."""
-        return cls(**config)
 
     @property
     def edits(self) -> list[dict]:
@@ -103,59 +98,46 @@ class RebuiltModel(keras.Model):
         self._recorded_edits = (*self.edits, edit)
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
-        """`keras.Model.quantize`, recorded so that `.keras` files of the result load.
-
-        Args:
-            mode: "int8", "int4" or "float8" (or given by `config`).
-            config: an optional `keras.quantizers.QuantizationConfig`.
-            filters: optional regex string or list of them (layer paths to quantize). A callable
-                works, but such a model cannot be saved as a `.keras` file.
-            **kwargs: passed to `keras.Model.quantize`.
-        """
+        """`keras.Model.quantize` (the same arguments), recorded so that `.keras` files of the result
+        load. `filters` (layer paths to quantize) may be a regex string or a list of them; a callable
+        works too, but such a model cannot be saved as a `.keras` file."""
         super().quantize(mode, config=config, filters=filters, **kwargs)
         self._record_edit({"method": "quantize", "mode": mode, "config": config, "filters": filters})
 
     def get_config(self):
         config = {**self.constructor_config(), "name": self.name, "trainable": self.trainable}
-        edits = [_serialize_edit(edit, self.name) for edit in self.edits]
-        if edits:
-            config["edits"] = edits
-        return config
+        if self.edits:
+            if any(callable(edit.get("filters")) for edit in self.edits):
+                raise ValueError(
+                    f"{self.name}: quantize(filters=<a function>) cannot be stored in a .keras file; quantize "
+                    "with a regex filter (or a list of them) to save the model."
+                )
+            config["edits"] = self.edits
+        return keras.saving.serialize_keras_object(config)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = _deserialized(config)
         edits = config.pop("edits", [])
-        model = cls.from_constructor_config(config)
-        for edit in edits:
-            edit = dict(edit)
-            method = edit.pop("method")
-            if edit.get("config") is not None:
-                edit["config"] = keras.saving.deserialize_keras_object(edit["config"])
-            getattr(model, method)(**edit)
+        model = cls(**config)
+        for edit in map(_deserialized, edits):
+            getattr(model, edit.pop("method"))(**edit)
         return model
 
 
-def _serialize_edit(edit: dict, model_name: str) -> dict:
-    """A recorded edit with its arguments in JSON form; a callable filter is an error."""
-    edit = dict(edit)
-    if isinstance(edit.get("filters"), Callable):
-        raise ValueError(
-            f"{model_name}: quantize(filters=<a function>) cannot be stored in a .keras file; quantize "
-            "with a regex filter (or a list of them) to save the model."
-        )
-    if isinstance(edit.get("filters"), tuple):
-        edit["filters"] = list(edit["filters"])
-    if edit.get("config") is not None:
-        edit["config"] = keras.saving.serialize_keras_object(edit["config"])
-    return edit
+def _deserialized(config: dict) -> dict:
+    """A copy of `config` with the Keras objects in it (dicts with a `class_name`) rebuilt."""
+    return {
+        key: keras.saving.deserialize_keras_object(value) if isinstance(value, dict) and "class_name" in value else value
+        for key, value in config.items()
+    }
 
 
 class EncoderTaskModel(RebuiltModel):
     """A functional model that calls a `BertEncoder` (held as `self.encoder`) as one nested model.
 
-    Serializes the encoder (nested) plus the constructor arguments named in `CONFIG_ARGS`, read
-    back from attributes of the same names, so `.keras` files rebuild the model through its
+    Its config holds the encoder (nested) plus the constructor arguments named in `CONFIG_ARGS`,
+    read back from attributes of the same names, so `.keras` files rebuild the model through its
     constructor (which re-ties any heads to the encoder's layers) and then load the weights.
     `save` leaves the optimizer's state out unless asked (`save_model`).
     """
@@ -163,17 +145,7 @@ class EncoderTaskModel(RebuiltModel):
     CONFIG_ARGS: tuple[str, ...] = ()
 
     def constructor_config(self) -> dict:
-        config = {"encoder": keras.saving.serialize_keras_object(self.encoder)}
-        for name in self.CONFIG_ARGS:
-            value = getattr(self, name)
-            config[name] = list(value) if isinstance(value, tuple) else value
-        return config
-
-    @classmethod
-    def from_constructor_config(cls, config: dict) -> EncoderTaskModel:
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return {"encoder": self.encoder, **{name: getattr(self, name) for name in self.CONFIG_ARGS}}
 
     def make_train_function(self, force: bool = False):
         """Keras' train function, with the optimizer's variables made before it is traced.

@@ -89,8 +89,6 @@ class BertSpanLabeler(TextTaskModel):
         if not len(questions) == len(contexts) == len(y):
             raise ValueError(f"{self.name}: {len(questions)} questions, {len(contexts)} contexts and {len(y)} "
                              "answers; give one context and one answer (or None) per question.")
-        if not questions:
-            raise ValueError(f"{self.name}: x is empty; expected at least one question.")
         bad = BadRecords(f"{self.name}: y", on_error="raise")  # SQuAD files' checks, naming the question
         examples = [parse_question(_question_entry(i, question, answer), context, True, bad)
                     for i, (question, context, answer) in enumerate(zip(questions, contexts, y))]
@@ -101,10 +99,7 @@ class BertSpanLabeler(TextTaskModel):
         return squad_dataset(features, batch_size, is_training=shuffle)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        loss = span_loss(y, y_pred)
-        if self.losses:
-            loss = loss + ops.sum(ops.stack(self.losses))
-        return replica_share(loss)
+        return replica_share(span_loss(y, y_pred) + sum(self.losses))  # plus any regularization losses
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         for side, metric in (("start", self.start_accuracy), ("end", self.end_accuracy)):

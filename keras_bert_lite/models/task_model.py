@@ -77,17 +77,7 @@ class TextTaskModel(EncoderTaskModel):
         return cls(encoder, preprocessor=preprocessor, **kwargs)
 
     def constructor_config(self) -> dict:
-        config = super().constructor_config()
-        if self.preprocessor is not None:
-            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
-        return config
-
-    @classmethod
-    def from_constructor_config(cls, config: dict) -> TextTaskModel:
-        config = dict(config)
-        if isinstance(config.get("preprocessor"), dict):
-            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return super().from_constructor_config(config)
+        return {**super().constructor_config(), "preprocessor": self.preprocessor}
 
     def require_preprocessor(self) -> BertPreprocessor:
         if self.preprocessor is None:

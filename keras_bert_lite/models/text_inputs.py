@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -65,7 +66,6 @@ def text_dataset(
     batch_size: int = 32,
     shuffle: bool = False,
     seed: int | None = None,
-    drop_remainder: bool = False,
     num_classes: int | None = None,
 ) -> tf.data.Dataset:
     """Batched BERT inputs (tokenized in the graph) with labels, from raw text; or the batches of
@@ -83,7 +83,6 @@ def text_dataset(
         shuffle: shuffle in-memory examples before batching, again on every pass (epoch), with
             `seed`. A dataset is read in its own order, as Keras does.
         seed: shuffle seed; with a fixed seed the order of every epoch repeats run to run.
-        drop_remainder: drop the last partial batch.
         num_classes: when given, in-memory labels are checked to be class ids in
             [0, num_classes) (finite values for num_classes=1) before anything runs.
 
@@ -106,20 +105,18 @@ def text_dataset(
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("y and sample_weight must be None when x is a tf.data.Dataset (it carries them).")
-        dataset = _from_dataset(x, batch_size, drop_remainder)
+        dataset = _from_dataset(x, batch_size)
     else:
-        dataset = _in_memory(x, y, sample_weight, batch_size, shuffle, seed, drop_remainder, num_classes)
+        dataset = _in_memory(x, y, sample_weight, batch_size, shuffle, seed, num_classes)
     if preprocessor is None:
         return dataset
-
-    def preprocess(text, *rest):
-        features = preprocessor(text)
-        return (features, *rest) if rest else features
-
-    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.map(
+        lambda text, *rest: keras.utils.pack_x_y_sample_weight(preprocessor(text), *rest),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).prefetch(tf.data.AUTOTUNE)
 
 
-def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, drop_remainder: bool, num_classes):
+def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, num_classes):
     """Texts, labels and weights held in memory as batches of `(text, *labels)` tuples."""
     texts = _text_columns(x)
     count = int(texts[0].shape[0])
@@ -131,7 +128,7 @@ def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, drop_r
     dataset = tf.data.Dataset.from_tensor_slices(tuple(parts))
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.batch(batch_size)
 
 
 def _text_columns(x) -> tuple[tf.Tensor, ...]:
@@ -151,7 +148,7 @@ def _text_columns(x) -> tuple[tf.Tensor, ...]:
             "x is a dict (token-id features?); text_dataset takes raw text: a list, numpy array or "
             "tf.data.Dataset of strings, or of (text_a, text_b) pairs."
         )
-    array = _object_array(x)
+    array = np.asarray(x, dtype=object)  # never numpy's fixed-width strings (see the module docstring)
     if array.ndim == 1 and array.size and isinstance(array[0], (list, tuple, np.ndarray)):
         lengths = sorted({len(row) if isinstance(row, (list, tuple, np.ndarray)) else 1 for row in array})
         raise ValueError(f"x: rows of different lengths {lengths}; pairs must have exactly 2 texts.")
@@ -164,13 +161,6 @@ def _text_columns(x) -> tuple[tf.Tensor, ...]:
     return (text_column(array, "x"),)
 
 
-def _object_array(values) -> np.ndarray:
-    """`values` as a numpy array of Python objects (never a fixed-width string dtype)."""
-    if tf.is_tensor(values):
-        values = values.numpy()
-    return np.asarray(values, dtype=object)
-
-
 def text_column(values, name: str) -> tf.Tensor:
     """A 1-D tf.string tensor of `values` (a `str` is one text), each checked to be text.
 
@@ -180,7 +170,7 @@ def text_column(values, name: str) -> tf.Tensor:
     """
     if isinstance(values, (str, bytes)):
         values = [values]
-    array = _object_array(values)
+    array = np.asarray(values, dtype=object)
     if array.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of texts, got shape {array.shape}.")
     if array.size == 0:
@@ -202,7 +192,7 @@ def _per_example(values, name: str, count: int, dtype: str | None = None, num_cl
                 for key, v in values.items()}
     if isinstance(values, tuple) and values and not np.isscalar(values[0]):
         return tuple(_per_example(v, f"{name}[{i}]", count, dtype, num_classes) for i, v in enumerate(values))
-    array = values.numpy() if tf.is_tensor(values) else np.asarray(values)
+    array = np.asarray(values)
     if array.dtype.kind in "USO":  # numpy dtype kinds that may hold text: unicode, bytes, object
         raise ValueError(
             f"{name} holds {array.ravel()[:1].tolist()[0]!r} and the like; labels must be numbers: class ids (int) or "
@@ -222,39 +212,32 @@ def _per_example(values, name: str, count: int, dtype: str | None = None, num_cl
     return array
 
 
-def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+def _from_dataset(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
     """A dataset of texts (see the module docstring) as `text_dataset` batches them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
-    if len(parts) == 2 and _is_text_spec(parts):
-        text_parts = 2  # an unlabelled (text_a, text_b) pair
-    elif 1 <= len(parts) <= 3 and _is_text_spec(parts[0]):
-        text_parts = 1
-    else:
+    if len(parts) == 2 and _is_text_spec(parts):  # an unlabelled (text_a, text_b) pair
+        dataset, parts = dataset.map(lambda text_a, text_b: ((text_a, text_b),)), (parts,)
+    if not (1 <= len(parts) <= 3 and _is_text_spec(parts[0])):
         raise ValueError(
             f"The dataset's elements are {spec}; expected texts: x, (x, y) or (x, y, sample_weight) "
             "with x a tf.string (one text) or a pair of them, or (text_a, text_b) pairs."
         )
-    for label_spec in parts[text_parts:]:
+    for label_spec in parts[1:]:
         if any(s.dtype == tf.string for s in tf.nest.flatten(label_spec)):
             raise ValueError(
                 f"The dataset's labels/weights {label_spec} hold strings; they must be numbers. For text "
                 "pairs with labels, nest the pair: ((text_a, text_b), label)."
             )
-    ranks = {s.shape.rank for s in tf.nest.flatten(parts[:2] if text_parts == 2 else parts[0])}
+    ranks = {s.shape.rank for s in tf.nest.flatten(parts[0])}
     if ranks not in ({0}, {1}):
         raise ValueError(
             f"The dataset's texts have shapes {spec}; expected one string per element (scalars) or "
             "batches of strings (vectors), the same for both texts of a pair."
         )
     if ranks == {0}:
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-
-    def regroup(*element):
-        text = element[:2] if text_parts == 2 else element[0]
-        return (tuple(text) if isinstance(text, (tuple, list)) else text, *element[text_parts:])
-
-    return dataset.map(regroup)
+        dataset = dataset.batch(batch_size)
+    return dataset.map(lambda text, *rest: (text, *rest))  # always a tuple, as in-memory batches are
 
 
 def _is_text_spec(spec) -> bool:

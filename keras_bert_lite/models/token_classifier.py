@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -14,9 +13,7 @@ from keras_bert_lite.data.ner.conll import TaggedSentence
 from keras_bert_lite.data.ner.inputs import ner_dataset, predicted_tags, tag_inputs
 from keras_bert_lite.data.ner.metrics import entity_spans
 from keras_bert_lite.models.classifier import ClassificationTaskModel
-from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.text_inputs import text_column
-from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 # Words are split where `tf.strings.split` splits them, as in the exported model: ASCII whitespace.
 _WORD = re.compile(r"[^ \t\n\v\f\r]+")
@@ -55,11 +52,7 @@ class BertTokenClassifier(ClassificationTaskModel):
         [[{'entity': 'PER', 'start': 0, 'end': 13, 'text': 'Angela Merkel', 'score': ...}, ...]]
     """
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
-                 label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
-                 activation: str | None = None, **kwargs):
-        kwargs.setdefault("name", "bert_token_classifier")
-        super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
+    DEFAULT_NAME = "bert_token_classifier"
 
     @staticmethod
     def head_input(encoder, inputs):
@@ -95,8 +88,7 @@ class BertTokenClassifier(ClassificationTaskModel):
     def _words(sentence, name: str) -> list[str]:
         if isinstance(sentence, str):
             return _WORD.findall(sentence)
-        words = list(text_column(sentence, name).numpy()) if len(sentence) else []
-        return [word.decode("utf-8") if isinstance(word, bytes) else word for word in words]
+        return [word.decode("utf-8") for word in text_column(sentence, name).numpy()] if len(sentence) else []
 
     def _tag_names(self, tags, num_words: int, index: int) -> list[str]:
         tags = list(tags)
