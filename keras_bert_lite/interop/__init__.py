@@ -16,17 +16,3 @@ from keras_bert_lite.interop.huggingface import (
     save_hf_checkpoint,
 )
 from keras_bert_lite.interop.report import CheckpointMismatchError, LoadReport
-
-__all__ = [
-    "CheckpointMismatchError",
-    "LoadReport",
-    "bert_config_from_hf",
-    "hf_config_from_bert",
-    "load_google_checkpoint",
-    "load_hf_checkpoint",
-    "read_hf_config",
-    "read_hf_lower_case",
-    "resolve_checkpoint_prefix",
-    "save_google_checkpoint",
-    "save_hf_checkpoint",
-]

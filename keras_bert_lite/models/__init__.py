@@ -10,16 +10,3 @@ from keras_bert_lite.models.rebuild import save_model
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
 from keras_bert_lite.models.text_inputs import text_dataset
 from keras_bert_lite.models.token_classifier import BertTokenClassifier
-
-__all__ = [
-    "BertClassifier",
-    "BertEncoder",
-    "BertFeatureExtractor",
-    "BertPretrainer",
-    "BertSpanLabeler",
-    "BertTokenClassifier",
-    "pretraining_losses",
-    "save_model",
-    "span_loss",
-    "text_dataset",
-]

@@ -67,6 +67,7 @@ def text_dataset(
     shuffle: bool = False,
     seed: int | None = None,
     num_classes: int | None = None,
+    drop_remainder: bool = False,
 ) -> tf.data.Dataset:
     """Batched BERT inputs (tokenized in the graph) with labels, from raw text; or the batches of
     text themselves, checked, for a task model's `preprocess_samples` to map over.
@@ -85,6 +86,7 @@ def text_dataset(
         seed: shuffle seed; with a fixed seed the order of every epoch repeats run to run.
         num_classes: when given, in-memory labels are checked to be class ids in
             [0, num_classes) (finite values for num_classes=1) before anything runs.
+        drop_remainder: drop the last partial batch (static batch shapes, e.g. for TPUs).
 
     Returns:
         A dataset of `features`, `(features, labels)` or `(features, labels, sample_weights)`;
@@ -105,9 +107,9 @@ def text_dataset(
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("y and sample_weight must be None when x is a tf.data.Dataset (it carries them).")
-        dataset = _from_dataset(x, batch_size)
+        dataset = _from_dataset(x, batch_size, drop_remainder)
     else:
-        dataset = _in_memory(x, y, sample_weight, batch_size, shuffle, seed, num_classes)
+        dataset = _in_memory(x, y, sample_weight, batch_size, shuffle, seed, num_classes, drop_remainder)
     if preprocessor is None:
         return dataset
     return dataset.map(
@@ -116,7 +118,7 @@ def text_dataset(
     ).prefetch(tf.data.AUTOTUNE)
 
 
-def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, num_classes):
+def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, num_classes, drop_remainder: bool):
     """Texts, labels and weights held in memory as batches of `(text, *labels)` tuples."""
     texts = _text_columns(x)
     count = int(texts[0].shape[0])
@@ -128,7 +130,7 @@ def _in_memory(x, y, sample_weight, batch_size: int, shuffle: bool, seed, num_cl
     dataset = tf.data.Dataset.from_tensor_slices(tuple(parts))
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
 
 
 def _text_columns(x) -> tuple[tf.Tensor, ...]:
@@ -212,7 +214,7 @@ def _per_example(values, name: str, count: int, dtype: str | None = None, num_cl
     return array
 
 
-def _from_dataset(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+def _from_dataset(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
     """A dataset of texts (see the module docstring) as `text_dataset` batches them, batching single examples."""
     spec = dataset.element_spec
     parts = spec if isinstance(spec, tuple) else (spec,)
@@ -236,7 +238,7 @@ def _from_dataset(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
             "batches of strings (vectors), the same for both texts of a pair."
         )
     if ranks == {0}:
-        dataset = dataset.batch(batch_size)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.map(lambda text, *rest: (text, *rest))  # always a tuple, as in-memory batches are
 
 

@@ -61,6 +61,13 @@ def test_single_texts_from_every_container(x):
     assert [t.decode() for b in batches for t in b["a"]] == TEXTS
 
 
+@pytest.mark.parametrize("x", [TEXTS, tf.data.Dataset.from_tensor_slices(TEXTS)], ids=["list", "dataset"])
+def test_drop_remainder_drops_the_last_partial_batch(x):
+    dataset = text_dataset(x, preprocessor=_raw, batch_size=3, drop_remainder=True)
+    assert [len(b["a"]) for b in _batches(dataset)] == [3]
+    assert dataset.element_spec["a"].shape == [3]  # static, as TPUs need
+
+
 @pytest.mark.parametrize(
     "x",
     [
