@@ -122,11 +122,8 @@ def _builtin_documents(packages: tuple[str, ...]) -> tuple[tuple[str, ...], ...]
     for package in packages:
         paths += _package_source_files(package)
     texts += [_source_docstrings(path) for path in paths]
-    documents = []
-    for blocks in texts:
-        sentences = tuple(s for block in blocks for s in _prose_sentences(block))
-        if len(sentences) >= MIN_DOCUMENT_SENTENCES:
-            documents.append(sentences)
+    documents = [tuple(s for block in blocks for s in _prose_sentences(block)) for blocks in texts]
+    documents = [sentences for sentences in documents if len(sentences) >= MIN_DOCUMENT_SENTENCES]
     if not documents:
         raise RuntimeError(
             "This Python installation has neither pydoc_data nor standard-library sources "
@@ -139,10 +136,8 @@ def _stdlib_source_files() -> list[str]:
     """Paths of the pure-Python standard-library modules, packages walked, in sorted order."""
     root = sysconfig.get_paths()["stdlib"]
     paths = []
-    for name in sorted(sys.stdlib_module_names - _EXCLUDED_MODULES):
+    for name in sorted(n for n in sys.stdlib_module_names - _EXCLUDED_MODULES if not n.startswith("_")):
         path = os.path.join(root, name)
-        if name.startswith("_"):
-            continue
         if os.path.isfile(path + ".py"):
             paths.append(path + ".py")
         elif os.path.isfile(os.path.join(path, "__init__.py")):
