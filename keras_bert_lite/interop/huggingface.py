@@ -258,10 +258,6 @@ def read_hf_lower_case(directory: str | os.PathLike) -> bool:
     return lower_case
 
 
-def _json_text(values: dict[str, Any]) -> str:
-    return json.dumps(values, indent=2, sort_keys=True) + "\n"
-
-
 def save_hf_checkpoint(
     model: keras.Model,
     directory: str | os.PathLike,
@@ -310,7 +306,7 @@ def save_hf_checkpoint(
         hf_config["pad_token_id"] = vocab.tokens.index("[PAD]")
         files[VOCAB_NAME] = vocab.text
         # transformers' BertTokenizer; strip_accents None means "as do_lower_case", as ours does.
-        files[TOKENIZER_CONFIG_NAME] = _json_text({
+        files[TOKENIZER_CONFIG_NAME] = json.dumps({
             "tokenizer_class": "BertTokenizer",
             "do_lower_case": vocab.lower_case,
             "strip_accents": None,
@@ -321,8 +317,8 @@ def save_hf_checkpoint(
             "pad_token": "[PAD]",
             "cls_token": "[CLS]",
             "mask_token": "[MASK]",
-        })
-    files[CONFIG_NAME] = _json_text(hf_config)
+        }, indent=2, sort_keys=True) + "\n"
+    files[CONFIG_NAME] = json.dumps(hf_config, indent=2, sort_keys=True) + "\n"
     with publishing(directory, files):
         pass
     logging.info("Wrote %s in %s", ", ".join(files), directory)
