@@ -139,17 +139,12 @@ def _multi_worker_strategy(all_reduce: str) -> tf.distribute.Strategy:
     implementation = getattr(tf.distribute.experimental.CommunicationImplementation, all_reduce.upper())
     options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    logging.info(
-        "MultiWorkerMirroredStrategy: %d replicas, this is %s.",
-        strategy.num_replicas_in_sync,
-        os.environ["TF_CONFIG"],
-    )
+    logging.info("MultiWorkerMirroredStrategy: %d replicas, this is %s.", strategy.num_replicas_in_sync, raw)
     return strategy
 
 
 def _tpu_strategy(tpu_address: str | None) -> tf.distribute.Strategy:
-    if not tpu_address:
-        tpu_address = os.environ.get("TPU_NAME", "")
+    tpu_address = tpu_address or os.environ.get("TPU_NAME", "")
     if not tpu_address:
         raise RuntimeError(
             'strategy "tpu" needs a TPU: pass --tpu=<TPU name>, --tpu=local on a TPU VM, '
