@@ -190,12 +190,9 @@ def tokenize_documents(
         for ragged in batches:
             token_ids += ragged.to_list()
             bar.update(int(ragged.nrows()))
-    token_documents, position = [], 0
-    for document in documents:
-        kept = [ids for ids in token_ids[position : position + len(document)] if ids]
-        position += len(document)
-        if kept:
-            token_documents.append(kept)
+    sentence_ids = iter(token_ids)  # zip takes one per sentence, stopping at the document's end
+    kept = [[ids for _, ids in zip(document, sentence_ids) if ids] for document in documents]
+    token_documents = [document for document in kept if document]
     return token_documents, len(documents) - len(token_documents)
 
 
