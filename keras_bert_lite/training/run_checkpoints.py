@@ -120,8 +120,7 @@ class TrainingCheckpoints:
         """
         for path in self._candidates():
             try:
-                status = self.checkpoint.restore(path)
-                status.assert_existing_objects_matched().expect_partial()
+                self.checkpoint.restore(path).assert_existing_objects_matched().expect_partial()
             except _READ_ERRORS as e:
                 logging.warning("Skipping unreadable checkpoint %s: %s", path, str(e).splitlines()[0])
                 continue
