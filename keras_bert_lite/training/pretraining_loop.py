@@ -209,22 +209,17 @@ class PretrainingLoop:
         """Applies summed gradients, clipped to the global norm (by the optimizer itself with one
         replica, here after the all-reduce with more); returns the global norm before clipping."""
         replicas = self.strategy.num_replicas_in_sync
-        scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else None
-        if replicas == 1:  # the optimizer clips the whole gradient itself: no second clip here
-            gradient_norm = tf.linalg.global_norm(gradients)
-            self.optimizer.apply(gradients, self.model.trainable_variables)
-            return gradient_norm if scale is None else gradient_norm / scale
-        gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        if scale is not None:
-            gradients = [g / scale for g in gradients]
-        gradient_norm = tf.linalg.global_norm(gradients)
-        if self.clip_norm:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm, use_norm=gradient_norm)
-        if scale is not None:
-            gradients = [g * scale for g in gradients]
-        gradients = [g / replicas for g in gradients]
+        # Gradients of the loss times `scale`, so their norm is `scale` times the true one.
+        scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else 1.0
+        if replicas > 1:
+            gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        scaled_norm = tf.linalg.global_norm(gradients)
+        if replicas > 1:  # (one replica: the optimizer clips the whole gradient itself)
+            if self.clip_norm:  # the scaled gradients to clip_norm x scale: the true ones to clip_norm
+                gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm * scale, use_norm=scaled_norm)
+            gradients = [g / replicas for g in gradients]
         self.optimizer.apply(gradients, self.model.trainable_variables)
-        return gradient_norm
+        return scaled_norm / scale
 
     def _replica_eval_step(self, features, labels):
         mlm_weight_total, num_examples_total = self._global_totals(labels)
