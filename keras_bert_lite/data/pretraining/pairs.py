@@ -134,7 +134,4 @@ def truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int,
     """
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
         longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
+        del longer[0 if rng.random() < 0.5 else -1]
