@@ -162,22 +162,20 @@ def build_vocab(
         raise ValueError(
             f"vocab_size={vocab_size} leaves no room beside the {len(reserved_tokens)} reserved tokens."
         )
-    if isinstance(corpus, tf.data.Dataset):
-        if corpus.element_spec != tf.TensorSpec([], tf.string):
-            raise ValueError(
-                f"The corpus dataset must yield scalar tf.string elements, got {corpus.element_spec}."
-            )
-        dataset = corpus
-    else:
-        if isinstance(corpus, (str, bytes)):
-            raise ValueError("corpus must be an iterable of strings, not a single string.")
-        dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(corpus) or [""], tf.string))
+    if isinstance(corpus, (str, bytes)):
+        raise ValueError("corpus must be an iterable of strings, not a single string.")
+    if not isinstance(corpus, tf.data.Dataset):
+        corpus = tf.data.Dataset.from_tensor_slices(tf.constant(list(corpus) or [""], tf.string))
+    elif corpus.element_spec != tf.TensorSpec([], tf.string):
+        raise ValueError(
+            f"The corpus dataset must yield scalar tf.string elements, got {corpus.element_spec}."
+        )
 
     def normalize(batch):
         return tf.strings.regex_replace(normalize_text(batch, lower_case), WHITESPACE, " ")
 
     texts = (
-        dataset.batch(_BATCH_SIZE)
+        corpus.batch(_BATCH_SIZE)
         .map(normalize)
         .unbatch()
         .filter(lambda text: tf.logical_not(tf.strings.regex_full_match(text, _BLANK)))
