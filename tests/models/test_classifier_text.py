@@ -54,6 +54,7 @@ def clf(folders):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["keras", "google", "hugging_face"])
 def test_from_checkpoint_on_each_folder_kind_gives_the_same_model(folders, kind):
     keras.utils.set_random_seed(2)

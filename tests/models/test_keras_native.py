@@ -100,6 +100,7 @@ QUANTIZATION_CASES = [(name, "int8") for name in sorted(BUILDERS)] + [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, mode", QUANTIZATION_CASES)
 @pytest.mark.usefixtures("frozen_gc")
 def test_quantized_model_stays_close_to_float_and_round_trips(name, mode, tmp_path):
