@@ -14,6 +14,7 @@ import logging
 import os
 import pathlib
 import re
+import runpy
 import sys
 import types
 
@@ -89,3 +90,19 @@ def one_error(path: os.PathLike, capfd, *argv: str) -> str:
     prefix = f"{pathlib.Path(path).name}: error: "
     (line,) = [line for line in stderr.splitlines() if line.startswith(prefix)]
     return line[len(prefix):]
+
+
+def help_text(path: os.PathLike, capfd, monkeypatch) -> str:
+    """What `python <path> --help` prints, run in this process as `python` runs it: the script is
+    `__main__` and `sys.argv[0]` its path, which is how absl's --help picks the flags to list.
+    absl's --help exits with status 1."""
+    forget_flags(path)
+    monkeypatch.setattr(sys, "argv", [str(path), "--help"])
+    capfd.readouterr()
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as e:
+        assert e.code == 1, e.code
+    else:
+        raise AssertionError(f"{path} --help did not exit")
+    return capfd.readouterr().out
