@@ -1,7 +1,8 @@
-"""The example scripts end to end (subprocesses, run side by side) on the fixtures in the real
-formats, with a tiny model, one epoch: from our output folder, a .keras encoder, a Google
-checkpoint folder and a Hugging Face folder. The scripts run with the environment a user has
-(no TF_* variables), so their logs are checked too. Bad input: test_bad_input.py."""
+"""The example scripts end to end on the fixtures in the real formats, with a tiny model, one
+epoch: from our output folder, a .keras encoder, a Google checkpoint folder and a Hugging Face
+folder. They run in this process as `python <script>.py` runs them (tests/examples/scripts.py);
+the killed-and-resumed run uses fresh processes with the environment a user has (no TF_*
+variables), so their start-up logs are checked there. Bad input: test_bad_input.py."""
 
 import ast
 import io
@@ -21,7 +22,7 @@ import pytest
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.encoder import BertEncoder
 
-pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # fresh script processes, kills
+pytestmark = pytest.mark.slow  # fits of every script, kills
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -57,44 +58,10 @@ def pretrained(tmp_path_factory, real_vocab_file):
     return {"ours": ours, "google": google}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, pretrained, real_vocab_file, minilm_dir):
-    """Starts every script at once; each test waits for the one it checks."""
-    root = tmp_path_factory.mktemp("examples")
-    (root / "texts.txt").write_text("The cat sat on the mat.\nBERT reads both ways. ||| It was pre-trained.\n")
-    keras_model = [f"--init_checkpoint={pretrained['ours'] / 'encoder.keras'}", f"--vocab_file={real_vocab_file}"]
-    commands = {
-        "classifier": ["run_classifier.py", "--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}",
-                       f"--init_checkpoint={pretrained['ours']}", "--label_names=different,paraphrase",
-                       "--max_seq_length=32", "--do_predict", f"--export_dir={root / 'classifier' / 'export'}",
-                       "--save_summary_steps=1", *COMMON],
-        "squad": ["run_squad.py", f"--train_file={FIXTURES / 'squad' / 'train-v1.1.json'}",
-                  f"--predict_file={FIXTURES / 'squad' / 'dev-v1.1.json'}", "--max_seq_length=48",
-                  "--doc_stride=16", "--max_query_length=16", *keras_model, *COMMON],
-        "ner": ["run_ner.py", f"--train_file={FIXTURES / 'conll' / 'train.txt'}",
-                f"--dev_file={FIXTURES / 'conll' / 'dev.txt'}", f"--init_checkpoint={pretrained['google']}",
-                "--max_seq_length=16", "--max_steps=1", *COMMON],
-        "features": ["extract_features.py", f"--input_file={root / 'texts.txt'}",
-                     f"--output_file={root / 'features' / 'out.jsonl'}", f"--init_checkpoint={minilm_dir}",
-                     "--layers=-1,-2", "--max_seq_length=24"],
-    }
-    processes = {}
-    for name, (script, *flags) in commands.items():
-        out = root / name
-        out.mkdir(exist_ok=True)
-        if name != "features":
-            flags.append(f"--output_dir={out}")
-        processes[name] = (_start(script, *flags), out)
-    yield processes
-    for process, _ in processes.values():
-        if process.poll() is None:
-            process.kill()
-
-
-def _finish(runs, name):
-    process, out = runs[name]
-    log, _ = process.communicate(timeout=600)
-    return process.returncode, log, out
+def _run(scripts, capfd, script, *flags):
+    """(exit code, stdout + stderr and log lines) of `python examples/<script> flags...`, run here."""
+    code, out, err = scripts.run_script(ROOT / "examples" / script, capfd, *flags)
+    return code, out + err
 
 
 def _weight_groups(path) -> set[str]:
@@ -123,9 +90,12 @@ def assert_calm(log: str) -> None:
         assert line not in log, line
 
 
-@pytest.mark.slow
-def test_run_classifier_from_our_pretraining_folder(runs):
-    code, log, out = _finish(runs, "classifier")
+def test_run_classifier_from_our_pretraining_folder(scripts, capfd, pretrained, tmp_path):
+    out = tmp_path / "classifier"
+    code, log = _run(scripts, capfd, "run_classifier.py", "--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}",
+                     f"--init_checkpoint={pretrained['ours']}", "--label_names=different,paraphrase",
+                     "--max_seq_length=32", "--do_predict", f"--export_dir={out / 'export'}", "--save_summary_steps=1",
+                     *COMMON, f"--output_dir={out}")
     assert code == 0, log[-3000:]
     assert "Loading the keras checkpoint" in log and "is uncased" in log  # vocab.txt found beside encoder.keras
     assert "2/2" in log and "━" in log and "val_accuracy" in log  # Keras progress bar with the dev metrics
@@ -168,9 +138,10 @@ def test_help_lists_the_scripts_own_flags(scripts, capfd, monkeypatch):
         assert "--tt_check_filter" not in out  # absl/TF's own flags stay in --helpfull
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
-    """Killed after a backup, the same command continues from it to the planned step count."""
+    """Killed after a backup, the same command continues from it to the planned step count; both
+    fresh processes start without the alarming lines of `assert_calm`."""
     out = tmp_path / "mrpc"
     flags = ["--task_name=mrpc", f"--data_dir={FIXTURES / 'glue' / 'MRPC'}", f"--init_checkpoint={pretrained['ours']}",
              "--max_seq_length=16", "--num_train_epochs=2", "--train_batch_size=2", "--eval_batch_size=8",
@@ -182,10 +153,12 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
         time.sleep(0.02)
     assert first.poll() is None, "the run ended before it could be killed"
     first.send_signal(signal.SIGKILL)
-    first.communicate()
+    first_log, _ = first.communicate()
+    assert_calm(first_log)
     second = _start("run_classifier.py", *flags)
     log, _ = second.communicate(timeout=600)
     assert second.returncode == 0, log[-3000:]
+    assert_calm(log)
     resumed = int(log.split("Resuming at step ")[1].split()[0])
     assert resumed >= 3
     history = json.loads((out / "eval_results.json").read_text())["epochs"]
@@ -193,10 +166,14 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, pretrained):
     assert not (out / "backup").exists()
 
 
-def test_run_squad(runs):
+def test_run_squad(scripts, capfd, pretrained, real_vocab_file, tmp_path):
     from keras_bert_lite.data.squad import read_squad, squad_evaluate
 
-    code, log, out = _finish(runs, "squad")
+    out = tmp_path / "squad"
+    code, log = _run(scripts, capfd, "run_squad.py", f"--train_file={FIXTURES / 'squad' / 'train-v1.1.json'}",
+                     f"--predict_file={FIXTURES / 'squad' / 'dev-v1.1.json'}", "--max_seq_length=48", "--doc_stride=16",
+                     "--max_query_length=16", f"--init_checkpoint={pretrained['ours'] / 'encoder.keras'}",
+                     f"--vocab_file={real_vocab_file}", *COMMON, f"--output_dir={out}")
     assert code == 0, log[-3000:]
     assert "Gradients do not exist" not in log  # the span head does not read the pooler, which is not trained
     assert _weight_groups(out / "best_model.keras") == {"layers", "vars"}  # no optimizer state
@@ -212,10 +189,13 @@ def test_run_squad(runs):
     assert results["best"] == pytest.approx(squad_evaluate(dev, predictions))
 
 
-def test_run_ner(runs):
+def test_run_ner(scripts, capfd, pretrained, tmp_path):
     from keras_bert_lite.data.ner import entity_f1, read_conll
 
-    code, log, out = _finish(runs, "ner")
+    out = tmp_path / "ner"
+    code, log = _run(scripts, capfd, "run_ner.py", f"--train_file={FIXTURES / 'conll' / 'train.txt'}",
+                     f"--dev_file={FIXTURES / 'conll' / 'dev.txt'}", f"--init_checkpoint={pretrained['google']}",
+                     "--max_seq_length=16", "--max_steps=1", *COMMON, f"--output_dir={out}")
     assert code == 0, log[-3000:]
     assert "Loading the google checkpoint" in log and "is uncased" in log
     assert_calm(log)
@@ -230,12 +210,16 @@ def test_run_ner(runs):
     assert [e["step"] for e in results["epochs"]] == [1]  # --max_steps=1
 
 
-def test_extract_features_from_hugging_face_weights(runs, minilm_dir):
+def test_extract_features_from_hugging_face_weights(scripts, capfd, minilm_dir, tmp_path):
     import tensorflow as tf
 
     from keras_bert_lite import from_hf_checkpoint
 
-    code, log, out = _finish(runs, "features")
+    (tmp_path / "texts.txt").write_text("The cat sat on the mat.\nBERT reads both ways. ||| It was pre-trained.\n")
+    out = tmp_path / "features"
+    code, log = _run(scripts, capfd, "extract_features.py", f"--input_file={tmp_path / 'texts.txt'}",
+                     f"--output_file={out / 'out.jsonl'}", f"--init_checkpoint={minilm_dir}", "--layers=-1,-2",
+                     "--max_seq_length=24")
     assert code == 0, log[-3000:]
     records = [json.loads(line) for line in (out / "out.jsonl").read_text().splitlines()]
     assert [r["linex_index"] for r in records] == [0, 1]
