@@ -2,10 +2,11 @@
 
 Each Markdown file runs in its own new folder, empty but for links to the clone's script folders
 (`tpu/`, `examples/`, `benchmarks/`: the blocks run scripts as `python tpu/pretrain.py` from the
-clone's root), in one fresh Python process: ```python
-blocks are executed in one namespace per file, ```bash blocks with bash (`python` on PATH is this
-interpreter, the repository is on PYTHONPATH), so files one block writes are read by the blocks
-after it. Blocks marked `notest` in their fence (```bash notest) and blocks of other languages
+clone's root), in one fresh Python process (tests/docs_driver.py): ```python blocks are executed in
+one namespace per file, ```bash blocks with bash (`python` on PATH is this interpreter, the
+repository is on PYTHONPATH), except that the `python <script>.py ...` commands of a block made only
+of them run in that process, as `python` would run them; so files one block writes are read by the
+blocks after it. Blocks marked `notest` in their fence (```bash notest) and blocks of other languages
 (```text) are shown, not run. A line `<!-- test: --flag=value ... -->` just before a bash block
 appends those flags to each `python <script>.py` command of the block, to keep runs short.
 See docs/README.md.
@@ -17,39 +18,20 @@ import pathlib
 import re
 import subprocess
 import sys
-import textwrap
 
 import pytest
+
+from tests import docs_driver
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 RUN_LANGUAGES = {"python", "bash"}
-SCRIPT_FOLDERS = ("tpu", "examples", "benchmarks")
+DRIVER = REPO / "tests" / "docs_driver.py"
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>.*)$")
 TEST_FLAGS = re.compile(r"^\s*<!--\s*test:(?P<flags>.*?)-->\s*$")
 NOTEST = re.compile(r"^\s*<!--\s*notest\b.*-->\s*$")
 SCRIPT_COMMAND = re.compile(r"^\s*python\s+\S+\.py\b")
 
-# Runs the blocks given as JSON on stdin, in the current folder, stopping at the first failure.
-DRIVER = textwrap.dedent('''
-    import json, resource, subprocess, sys, time
-    def cpu_seconds():   # this process and the scripts it ran
-        return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
-                   for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    namespace = {"__name__": "__main__"}
-    for block in json.load(sys.stdin):
-        print(f"=== {block['where']} ({block['language']})", flush=True)
-        start, start_cpu = time.perf_counter(), cpu_seconds()
-        if block["language"] == "python":
-            code = "\\n" * (block["line"] - 1) + block["code"]   # tracebacks show the Markdown line
-            exec(compile(code, block["file"], "exec"), namespace)
-        else:
-            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block["code"]])
-            if done.returncode:
-                sys.exit(f"{block['where']}: bash exited with {done.returncode}")
-        print(f"=== {block['where']}: {time.perf_counter() - start:.1f} s "
-              f"({cpu_seconds() - start_cpu:.1f} s CPU)", flush=True)
-''')
 
 
 def code_blocks(path: pathlib.Path) -> list[dict]:
@@ -135,6 +117,22 @@ def test_blocks_are_found_and_marked():
         "python a.py --x=1    --y=2 --z=3  # note\necho python b.py\n")
 
 
+def test_script_commands_are_run_in_process_only_without_shell_syntax(tmp_path, monkeypatch):
+    """A bash block of `python <script>.py` commands gives the argv bash would pass (quotes removed,
+    globs and variables expanded, comments dropped); anything else of the shell leaves it to bash."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCS_TEST_NAME", "x y")
+    (tmp_path / "a.txt").touch()
+    (tmp_path / "b.txt").touch()
+    code = ("python tpu/p.py --in='c/*.txt' \\\n  --names=$DOCS_TEST_NAME *.txt   # note\n\n"
+            'python examples/q.py --x="1 2"\n')
+    assert docs_driver.script_commands(code) == [
+        ["tpu/p.py", "--in=c/*.txt", "--names=x", "y", "a.txt", "b.txt"], ["examples/q.py", "--x=1 2"]]
+    for shell in ("python a.py > out.txt", "python a.py && ls", "python a.py | head", "ls",
+                  "python -c 'print(1)'", "python a.py $(ls)", "cd x; python a.py", "python a.py &"):
+        assert docs_driver.script_commands(shell + "\n") is None, shell
+
+
 def test_readme_is_short():
     assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
 
@@ -153,8 +151,8 @@ def test_blocks_run_in_order(path, tmp_path):
     python.chmod(0o755)
     work = tmp_path / "work"   # empty but for the clone's script folders, as in a fresh clone's root
     work.mkdir()
-    for scripts in SCRIPT_FOLDERS:
-        (work / scripts).symlink_to(REPO / scripts)
+    for scripts in docs_driver.SCRIPT_FOLDERS:
+        (work / scripts.name).symlink_to(scripts)
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -167,7 +165,7 @@ def test_blocks_run_in_order(path, tmp_path):
         "MPLBACKEND": "Agg",
     }
     env.pop("VIRTUAL_ENV", None)
-    done = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(blocks), cwd=work, env=env,
+    done = subprocess.run([sys.executable, str(DRIVER)], input=json.dumps(blocks), cwd=work, env=env,
                           capture_output=True, text=True, timeout=900)
     log = f"{done.stdout[-4000:]}\n--- stderr:\n{done.stderr[-4000:]}"
     assert done.returncode == 0, f"{path.name}: a block failed\n{log}"
