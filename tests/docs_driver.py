@@ -5,7 +5,8 @@ stopping at the first failure (tests/test_docs.py starts it in a fresh Python pr
 ...` (no shell operators, pipes or substitutions) runs those scripts in this process,
 as `python` runs them: the script is `__main__`, `sys.argv` is what bash would pass (bash itself
 expands the arguments), the script's folder comes first on `sys.path`, its sibling modules and absl
-flags are loaded anew, and an exit code other than 0 fails the block. That spares each script a
+flags are loaded anew, Keras' global dtype policy is restored after it, and an exit code other than
+0 fails the block. That spares each script a
 fresh Python + TensorFlow start. Other bash blocks run with bash.
 """
 
@@ -56,8 +57,10 @@ class ScriptRunner:
     """Runs scripts in this process, each as a fresh `python <script>.py` would load it."""
 
     def __init__(self):
+        import keras
         from absl import app, flags, logging  # noqa: F401  (their own flags stay defined)
 
+        self.keras = keras
         self.flags = flags.FLAGS
         self.library_flags = set(self.flags)
 
@@ -71,15 +74,16 @@ class ScriptRunner:
         for name in set(self.flags) - self.library_flags:
             delattr(self.flags, name)
         self.flags.unparse_flags()
-        saved_argv, saved_path = sys.argv, list(sys.path)
+        saved_argv, saved_path, saved_policy = sys.argv, list(sys.path), self.keras.config.dtype_policy()
         sys.argv, sys.path[:0] = argv, [folder]
         try:
             runpy.run_path(argv[0], run_name="__main__")
             return 0
         except SystemExit as e:
             return e.code if isinstance(e.code, int) else int(e.code is not None)
-        finally:
+        finally:   # the blocks after it see what they would after a separate process (tpu/pretrain.py sets a policy)
             sys.argv, sys.path[:] = saved_argv, saved_path
+            self.keras.config.set_dtype_policy(saved_policy)
 
 
 def main() -> None:
