@@ -2,12 +2,12 @@
 stopping at the first failure (tests/test_docs.py starts it in a fresh Python process per file).
 
 ```python blocks run in one namespace. A ```bash block whose every command is `python <script>.py
-...` (no shell operators, pipes or substitutions) runs those scripts in this process,
-as `python` runs them: the script is `__main__`, `sys.argv` is what bash would pass (bash itself
-expands the arguments), the script's folder comes first on `sys.path`, its sibling modules and absl
-flags are loaded anew, Keras' global dtype policy is restored after it, and an exit code other than
-0 fails the block. That spares each script a
-fresh Python + TensorFlow start. Other bash blocks run with bash.
+...` (no shell operators, pipes or substitutions) runs those scripts in this process, as `python`
+runs them: the script is `__main__`, `sys.argv` is what bash would pass (bash itself expands the
+arguments), the script's folder comes first on `sys.path`, its sibling modules and absl flags are
+loaded anew, Keras' global dtype policy is restored after it, and an exit code other than 0 fails
+the block. That spares each script a fresh Python + TensorFlow start. Other bash blocks run with
+bash.
 """
 
 import json
