@@ -25,8 +25,10 @@ from keras_bert_lite.interop import (
     LoadReport,
     load_google_checkpoint,
     load_hf_checkpoint,
+    load_keras_hub_preset,
     save_google_checkpoint,
     save_hf_checkpoint,
+    save_keras_hub_preset,
 )
 from keras_bert_lite.layers import (
     BertEmbeddings,

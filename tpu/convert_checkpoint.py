@@ -1,17 +1,22 @@
-"""Converts BERT weights between Google TF1 checkpoints, Hugging Face folders and `.keras` files.
+"""Converts BERT weights between Google TF1 checkpoints, Hugging Face folders, KerasHub presets and
+`.keras` files.
 
 Inputs (detected from the path, or --input_format):
   google: a release folder (`bert_config.json`, `bert_model.ckpt.*`, `vocab.txt`) or a checkpoint
           prefix (with --bert_config_file when no `bert_config.json` sits next to it);
   hf:     a Hugging Face folder (`config.json`, `model.safetensors` or `pytorch_model.bin`);
+  keras_hub: a KerasHub BERT preset (`config.json` naming BertBackbone, `model.weights.h5`);
   keras:  a `.keras` file holding a BertEncoder or BertPretrainer.
 Outputs (--output_format, or `keras` for a path ending in `.keras`), complete folders:
   google: `bert_model.ckpt.*`, `bert_config.json`, `vocab.txt` (read by the original BERT code);
   hf:     `model.safetensors`, `config.json`, `vocab.txt`, `tokenizer_config.json` (read by
           transformers' `from_pretrained`, model and tokenizer);
+  keras_hub: `model.weights.h5`, `config.json`, `tokenizer.json`, `preprocessor.json`,
+          `assets/tokenizer/vocabulary.txt` (read by KerasHub's `from_preset`; the encoder only);
   keras:  a `.keras` file (the model only).
 The vocabulary comes from the input folder or --vocab_file; its casing from the input
-(`tokenizer_config.json`, a Google folder's name, else the vocabulary) or --do_lower_case.
+(`tokenizer_config.json`, KerasHub's `tokenizer.json`, a Google folder's name, else the
+vocabulary) or --do_lower_case.
 Everything is checked before the weights are read, and every file is written atomically: bad
 input is one line `convert_checkpoint.py: error: ...` (exit code 1) and writes nothing.
 
@@ -21,6 +26,7 @@ Usage:
     python tpu/convert_checkpoint.py --input=all-MiniLM-L6-v2 --output=minilm_google --output_format=google \\
         --approximate_gelu
     python tpu/convert_checkpoint.py --input=bert_google --output=bert.keras --model=pretrainer
+    python tpu/convert_checkpoint.py --input=bert_google --output=bert_preset --output_format=keras_hub
 """
 
 from __future__ import annotations
@@ -41,12 +47,17 @@ from keras_bert_lite.interop import (
     CheckpointMismatchError,
     load_google_checkpoint,
     load_hf_checkpoint,
+    load_keras_hub_preset,
     read_hf_config,
     read_hf_lower_case,
+    read_keras_hub_config,
+    read_keras_hub_tokenizer,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
     save_hf_checkpoint,
+    save_keras_hub_preset,
 )
+from keras_bert_lite.interop.keras_hub import VOCABULARY_PATH, WEIGHTS_NAME
 from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
@@ -61,11 +72,13 @@ from keras_bert_lite.text import load_vocabulary
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("input", None, "Google release folder or checkpoint prefix, Hugging Face folder, or .keras file.")
-flags.DEFINE_enum("input_format", "auto", ["auto", "google", "hf", "keras"], "Format of --input.")
+flags.DEFINE_string("input", None, "Google release folder or checkpoint prefix, Hugging Face folder, KerasHub preset, or .keras file.")
+flags.DEFINE_enum("input_format", "auto", ["auto", "google", "hf", "keras_hub", "keras"], "Format of --input.")
 flags.DEFINE_string("bert_config_file", None, "bert_config.json for a Google checkpoint prefix (default: next to it).")
-flags.DEFINE_string("output", None, "Output folder (google, hf) or .keras file.")
-flags.DEFINE_enum("output_format", None, ["google", "hf", "keras"], "Output format (default: keras for *.keras).")
+flags.DEFINE_string("output", None, "Output folder (google, hf, keras_hub) or .keras file.")
+flags.DEFINE_enum(
+    "output_format", None, ["google", "hf", "keras_hub", "keras"], "Output format (default: keras for *.keras)."
+)
 flags.DEFINE_enum(
     "model", None, ["encoder", "pretrainer"],
     "Model to convert: the encoder alone or with the MLM/NSP heads (default: encoder; a .keras input "
@@ -83,8 +96,8 @@ flags.DEFINE_bool(
 flags.mark_flags_as_required(["input", "output"])
 flags.DEFINE_bool(
     "approximate_gelu", False,
-    "For --output_format=google: write a model with the exact (erf) GELU, as Hugging Face models have, "
-    "with the original code's tanh GELU instead. Outputs change slightly (see the README); without "
+    "For --output_format=google or keras_hub: write a model with the exact (erf) GELU, as Hugging Face "
+    "models have, with the tanh GELU of the original code and of KerasHub's BertBackbone instead. Outputs change slightly (see the README); without "
     "this flag such a model is refused.",
 )
 
@@ -94,8 +107,8 @@ class Source:
     """What --input holds, known before its weights are read.
 
     Attributes:
-        format: google, hf or keras.
-        path: the checkpoint prefix (google), folder (hf) or file (keras).
+        format: google, hf, keras_hub or keras.
+        path: the checkpoint prefix (google), folder (hf, keras_hub) or file (keras).
         config: the model's config.
         vocab_file: the input's `vocab.txt`, if it has one.
         lower_case: the input's casing, if it says (a Hugging Face tokenizer config, a Google
@@ -112,11 +125,13 @@ class Source:
 
 
 def detect_input_format(path: str) -> str:
-    """google, hf or keras from the files at `path`."""
+    """google, hf, keras_hub or keras from the files at `path`."""
 
     if path.endswith(".keras"):
         return "keras"
     if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "config.json")) and os.path.isfile(os.path.join(path, WEIGHTS_NAME)):
+            return "keras_hub"
         if os.path.isfile(os.path.join(path, "config.json")):
             return "hf"
         if os.path.isfile(os.path.join(path, "bert_config.json")):
@@ -124,7 +139,8 @@ def detect_input_format(path: str) -> str:
     elif tf.io.gfile.exists(path + ".index") or path.endswith(".index"):
         return "google"
     raise FileNotFoundError(
-        f"--input {path}: not a .keras file, a Hugging Face folder (config.json), a Google release folder "
+        f"--input {path}: not a .keras file, a Hugging Face folder (config.json), a KerasHub preset (config.json "
+        f"and {WEIGHTS_NAME}), a Google release folder "
         "(bert_config.json) or a checkpoint prefix (.index file)."
     )
 
@@ -157,6 +173,10 @@ def read_source(path: str, fmt: str) -> Source:
     if fmt == "hf":
         vocab_file = _existing(os.path.join(path, VOCAB_NAME))
         return Source("hf", path, read_hf_config(path), vocab_file, read_hf_lower_case(path) if vocab_file else None)
+    if fmt == "keras_hub":
+        vocab_file = _existing(os.path.join(path, VOCABULARY_PATH))
+        lower_case = read_keras_hub_tokenizer(path).lower_case if vocab_file else None
+        return Source("keras_hub", path, read_keras_hub_config(path), vocab_file, lower_case)
     prefix = resolve_checkpoint_prefix(path)
     folder = os.path.dirname(prefix)
     config = BertConfig.from_json_file(FLAGS.bert_config_file or os.path.join(folder, "bert_config.json"))
@@ -179,14 +199,19 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
         return None
     if os.path.isfile(path):
         raise ValueError(f"--output {path} is a file; the {fmt} output is a folder.")
-    if fmt == "google":
+    if fmt in ("google", "keras_hub"):
         if source.config.hidden_act == "gelu_exact" and not FLAGS.approximate_gelu:
+            owner = "Google's original code" if fmt == "google" else "KerasHub's BertBackbone"
             raise ValueError(
-                f"--input {source.path} uses the exact (erf) GELU, which Google's original code does not have: pass "
+                f"--input {source.path} uses the exact (erf) GELU, which {owner} does not have: pass "
                 "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see the README), or "
                 "convert with --output_format=hf."
             )
+    if fmt == "google":
         source.config.to_google_dict(approximate_gelu=FLAGS.approximate_gelu)
+    if fmt == "keras_hub" and source.config.layer_norm_eps != 1e-12:
+        raise ValueError(f"--input {source.path} has layer_norm_eps {source.config.layer_norm_eps}; KerasHub's "
+                         "BertBackbone has 1e-12.")
     vocab_file = FLAGS.vocab_file or source.vocab_file
     if vocab_file is None:
         raise ValueError(
@@ -212,6 +237,8 @@ def read_model(source: Source) -> keras.Model:
     model = model_builder(FLAGS.model or "encoder")(source.config)
     if source.format == "hf":
         _load(model, load_hf_checkpoint, source.path, HF_HEAD_PREFIXES)
+    elif source.format == "keras_hub":
+        _load(model, load_keras_hub_preset, source.path, ())
     else:
         _load(model, load_google_checkpoint, source.path, GOOGLE_HEAD_PREFIXES)
     return model
@@ -229,6 +256,10 @@ def write_model(model: keras.Model, vocab: FolderVocabulary | None, path: str, f
         save_google_checkpoint(model, os.path.join(path, "bert_model.ckpt"), vocabulary,
                                lower_case=vocab.lower_case, approximate_gelu=FLAGS.approximate_gelu)
         names = ["bert_model.ckpt.index", "bert_model.ckpt.data-00000-of-00001", "bert_config.json", VOCAB_NAME]
+    elif fmt == "keras_hub":
+        save_keras_hub_preset(model, path, vocabulary, lower_case=vocab.lower_case,
+                              approximate_gelu=FLAGS.approximate_gelu)
+        names = [WEIGHTS_NAME, "config.json", "tokenizer.json", "preprocessor.json", VOCABULARY_PATH]
     else:
         save_hf_checkpoint(model, path, vocabulary, lower_case=vocab.lower_case)
         names = ["model.safetensors", "config.json", VOCAB_NAME, "tokenizer_config.json"]
@@ -238,7 +269,7 @@ def write_model(model: keras.Model, vocab: FolderVocabulary | None, path: str, f
 def convert() -> None:
     output_format = FLAGS.output_format or ("keras" if FLAGS.output.endswith(".keras") else None)
     if output_format is None:
-        raise ValueError(f"--output {FLAGS.output}: give --output_format (google, hf or keras).")
+        raise ValueError(f"--output {FLAGS.output}: give --output_format (google, hf, keras_hub or keras).")
     input_format = FLAGS.input_format
     if input_format == "auto":
         input_format = detect_input_format(FLAGS.input)

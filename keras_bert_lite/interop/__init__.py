@@ -1,4 +1,4 @@
-"""Google's original TF1 checkpoints and Hugging Face BERT folders: configs, named weights,
+"""Google's original TF1 checkpoints, Hugging Face BERT folders and KerasHub BERT presets: configs, named weights,
 vocabularies, read and written. No model class is imported here (see `mapping`), so that the
 models' `from_checkpoint` may use this package."""
 
@@ -14,5 +14,11 @@ from keras_bert_lite.interop.huggingface import (
     read_hf_config,
     read_hf_lower_case,
     save_hf_checkpoint,
+)
+from keras_bert_lite.interop.keras_hub import (
+    load_keras_hub_preset,
+    read_keras_hub_config,
+    read_keras_hub_tokenizer,
+    save_keras_hub_preset,
 )
 from keras_bert_lite.interop.report import CheckpointMismatchError, LoadReport

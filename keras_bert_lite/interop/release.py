@@ -150,8 +150,11 @@ def publishing(directory: str, files: Mapping[str, str | bytes]) -> Iterator[Non
         yield
 
 
-def make_preprocessor(vocab_file: str, config: BertConfig, seq_length: int, lower_case: bool) -> BertPreprocessor:
-    """A `BertPreprocessor` for `vocab_file`, checked against the model's config.
+def make_preprocessor(
+    vocab_file: str, config: BertConfig, seq_length: int, lower_case: bool, strip_accents: bool | None = None
+) -> BertPreprocessor:
+    """A `BertPreprocessor` for `vocab_file`, checked against the model's config (`strip_accents`
+    None follows `lower_case`).
 
     Raises:
         FileNotFoundError: `vocab_file` does not exist.
@@ -165,7 +168,7 @@ def make_preprocessor(vocab_file: str, config: BertConfig, seq_length: int, lowe
             f"seq_length must be in [3, max_position_embeddings={config.max_position_embeddings}], "
             f"got {seq_length}."
         )
-    preprocessor = BertPreprocessor(vocab_file, seq_length=seq_length, lower_case=lower_case)
+    preprocessor = BertPreprocessor(vocab_file, seq_length=seq_length, lower_case=lower_case, strip_accents=strip_accents)
     if preprocessor.tokenizer.vocab_size > config.vocab_size:
         raise ValueError(
             f"{vocab_file} has {preprocessor.tokenizer.vocab_size} tokens but the model's vocab_size is "

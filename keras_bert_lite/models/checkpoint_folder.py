@@ -14,6 +14,9 @@ with the checkpoint's pre-training heads (to continue pre-training), a `BertPret
 - "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`;
   or a Hugging Face Hub name (`"hf://org/name@revision"`, or `"org/name"` when no such local
   path exists), fetched into its cache (see `keras_bert_lite.interop.hub.hub_folder`).
+- "keras_hub": a KerasHub BERT preset (`config.json` naming `BertBackbone`, `model.weights.h5`,
+  `tokenizer.json` and `assets/tokenizer/vocabulary.txt`), as `save_to_preset` writes it; of a
+  task preset (`task.json`, `task.weights.h5`) the backbone is loaded (the log says what is not).
 
 Whether the vocabulary is uncased (lower-case and strip accents before WordPiece) is decided by
 the same rule as each kind's own loader, so a folder reads the same whichever way it is loaded:
@@ -22,7 +25,8 @@ without one, as in transformers); Google folders by Google's names (`uncased_*`,
 by the vocabulary (`lower_case_for_folder`); our folders by their `tokenizer_config.json`
 (`export_pretrained` writes one), else by the vocabulary (`lower_case_from_vocabulary`: uncased
 exactly when no token has an upper-case letter, which WordPiece learned on lower-cased text
-cannot produce).
+cannot produce); KerasHub presets by their `tokenizer.json` (`lowercase`, and `strip_accents`
+for the preprocessor).
 
 Example:
 
@@ -56,6 +60,14 @@ from keras_bert_lite.interop import (
 from keras_bert_lite.interop.google import CONFIG_NAME as GOOGLE_CONFIG_NAME
 from keras_bert_lite.interop.hub import hub_folder
 from keras_bert_lite.interop.huggingface import CONFIG_NAME, TOKENIZER_CONFIG_NAME, WEIGHT_NAMES
+from keras_bert_lite.interop.keras_hub import (
+    VOCABULARY_PATH,
+    WEIGHTS_NAME,
+    is_keras_hub_preset,
+    load_keras_hub_preset,
+    read_keras_hub_config,
+    read_keras_hub_tokenizer,
+)
 from keras_bert_lite.interop.mapping import GOOGLE_HEAD_PREFIXES, HF_HEAD_PREFIXES, is_pretrainer
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
@@ -77,9 +89,10 @@ class CheckpointFolder:
     """What a checkpoint path holds (see `find_checkpoint`).
 
     Attributes:
-        kind: "keras", "google" or "hugging_face".
+        kind: "keras", "google", "hugging_face" or "keras_hub".
         directory: the folder holding the files.
-        weights: the `.keras` file, the TF checkpoint prefix, or the Hugging Face weights file.
+        weights: the `.keras` file, the TF checkpoint prefix, the Hugging Face weights file, or
+            KerasHub's `model.weights.h5`.
         vocab_file: the WordPiece vocabulary.
         lower_case: whether the vocabulary is uncased.
         lower_case_source: why, for logs ("do_lower_case in .../tokenizer_config.json" or
@@ -135,10 +148,10 @@ def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | Non
                 "bert_config.json and vocab.txt, and pass that folder."
             )
     if vocab_file is None:
-        vocab_file = os.path.join(directory, VOCAB_NAME)
+        vocab_file = _vocab_file(kind, directory)
         if not tf.io.gfile.exists(vocab_file):
             raise FileNotFoundError(
-                f"{path}: no {VOCAB_NAME} beside the weights (looked for {vocab_file}); pass the vocabulary "
+                f"{path}: no {os.path.relpath(vocab_file, directory)} beside the weights (looked for {vocab_file}); pass the vocabulary "
                 "file explicitly (vocab_file=...)."
             )
     vocab_file = os.fspath(vocab_file)
@@ -197,18 +210,22 @@ def load_folder(
     vocab_file: str | None = None,
     build: Callable[[BertConfig], keras.Model] = BertEncoder,
 ) -> tuple[keras.Model, BertPreprocessor]:
-    """The model and preprocessor of a Google ("google") or Hugging Face ("hugging_face") folder,
-    as `from_google_checkpoint` describes them; `build` makes the model from the folder's config
-    (a `BertEncoder` or a `BertPretrainer`); `vocab_file` None is the folder's `vocab.txt`."""
-    vocab_file = vocab_file or os.path.join(directory, VOCAB_NAME)
-    if kind == "google":
+    """The model and preprocessor of a Google ("google"), Hugging Face ("hugging_face") or
+    KerasHub ("keras_hub") folder, as `from_google_checkpoint` describes them; `build` makes the model from the folder's config
+    (a `BertEncoder` or a `BertPretrainer`); `vocab_file` None is the folder's vocabulary."""
+    vocab_file = vocab_file or _vocab_file(kind, directory)
+    strip_accents = None
+    if kind == "keras_hub":
+        config, load, heads = read_keras_hub_config(directory), load_keras_hub_preset, ()
+        strip_accents = read_keras_hub_tokenizer(directory).strip_accents
+    elif kind == "google":
         config = BertConfig.from_json_file(os.path.join(directory, GOOGLE_CONFIG_NAME))
         load, heads = load_google_checkpoint, GOOGLE_HEAD_PREFIXES
     else:
         config, load, heads = read_hf_config(directory), load_hf_checkpoint, HF_HEAD_PREFIXES
     if lower_case is None:
         lower_case = _lower_case(kind, directory, vocab_file)[0]
-    preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case)
+    preprocessor = make_preprocessor(vocab_file, config, seq_length, lower_case, strip_accents)
     target = build(config)
     report = load(target, directory, strict=False)
     report.raise_for_problems(allowed_unexpected=() if is_pretrainer(target) else heads)
@@ -220,6 +237,9 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     names = {name.rstrip("/") for name in tf.io.gfile.listdir(directory)}
     if KERAS_ENCODER_NAME in names:
         return "keras", os.path.join(directory, KERAS_ENCODER_NAME)
+    if is_keras_hub_preset(names):
+        read_keras_hub_config(directory)  # a preset of another architecture: an error naming it
+        return "keras_hub", os.path.join(directory, WEIGHTS_NAME)
     weights = [name for name in WEIGHT_NAMES if name in names]
     if CONFIG_NAME in names and weights:
         return "hugging_face", os.path.join(directory, weights[0])
@@ -229,12 +249,20 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     raise ValueError(
         f"{directory} is not a BERT checkpoint folder: expected {KERAS_ENCODER_NAME} (ours), {CONFIG_NAME} with "
         f"{' or '.join(WEIGHT_NAMES)} (Hugging Face), or {GOOGLE_CONFIG_NAME} with bert_model.ckpt.* "
-        f"(Google); it holds {shown}."
+        f"(Google), or {CONFIG_NAME} with {WEIGHTS_NAME} (KerasHub); it holds {shown}."
     )
+
+
+def _vocab_file(kind: str, directory: str) -> str:
+    """Where a folder of `kind` keeps its vocabulary."""
+    return os.path.join(directory, VOCABULARY_PATH if kind == "keras_hub" else VOCAB_NAME)
 
 
 def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
     """(lower_case, why) by the rule of the kind's loader (see the module docstring)."""
+    if kind == "keras_hub":
+        tokenizer = read_keras_hub_tokenizer(directory)
+        return tokenizer.lower_case, f"lowercase in {tokenizer.source}"
     config_path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
     found = tf.io.gfile.exists(config_path)
     if kind == "hugging_face" or (kind == "keras" and found):  # our exports write one, as HF's folders do
