@@ -131,8 +131,9 @@ def test_bad_input_fails_with_one_clear_line(tmp_path, tiny_hf_dir, minilm_dir, 
     out = tmp_path / "out"
     cases = {
         (f"--input={missing}", f"--output={out}.keras"):
-            f"--input {missing}: not a .keras file, a Hugging Face folder (config.json), a Google release folder "
-            "(bert_config.json) or a checkpoint prefix (.index file).",
+            f"--input {missing}: not a .keras file, a Hugging Face folder (config.json), a KerasHub preset "
+            "(config.json and model.weights.h5), a Google release folder (bert_config.json) or a checkpoint prefix "
+            "(.index file).",
         (f"--inptu={hf_dir}", f"--output={out}"):
             "Unknown command line flag 'inptu'. Did you mean: input, input_format ?",
         (f"--output={out}",): "flag --input=None: Flag --input must have a value other than None.",
