@@ -291,6 +291,22 @@ def load_keras_hub_preset(model: keras.Model, directory: str | os.PathLike, stri
     return report
 
 
+def _is_classifier(model: keras.Model) -> bool:
+    """Whether `model` is a `BertClassifier`: an encoder, then dropout and a dense layer on the
+    pooled output, as KerasHub's `BertTextClassifier`."""
+    head = getattr(model, "classifier", None)
+    return hasattr(model, "encoder") and hasattr(model, "num_classes") and hasattr(head, "dense")
+
+
+def _classifier_weights(dense: keras.layers.Dense) -> bytes:
+    """`task.weights.h5` of a `BertTextClassifier`: its `logits` Dense layer, at Keras' path."""
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        for index, variable in enumerate((dense.kernel, dense.bias)):
+            f.create_dataset(f"layers/dense/vars/{index}", data=keras.ops.convert_to_numpy(variable))
+    return buffer.getvalue()
+
+
 def _serialized(module: str, class_name: str, config: dict[str, Any]) -> dict[str, Any]:
     """A KerasHub object as Keras serializes it (what `keras.saving.deserialize_keras_object` reads)."""
     return {
@@ -319,7 +335,9 @@ def save_keras_hub_preset(
 ) -> str:
     """Writes a KerasHub BERT preset folder: `BertBackbone.from_preset(folder)` loads the
     encoder, `BertTokenizer.from_preset` and `BertTextClassifierPreprocessor.from_preset` the
-    tokenizer and packing, with the outputs ours compute.
+    tokenizer and packing, with the outputs ours compute; a `BertClassifier` is also written as
+    a `BertTextClassifier` (`task.json`, `task.weights.h5`: its dense head; KerasHub warns that
+    the file has no optimizer state, which a fresh task does not need).
 
     Files: `model.weights.h5` (in the model's variable dtype, e.g. bfloat16), `config.json`
     (the encoder's dtype policy), `metadata.json`, and with a vocabulary `tokenizer.json`,
@@ -330,9 +348,9 @@ def save_keras_hub_preset(
     from `str.lower` ("ß", ligatures) is tokenized differently there.
 
     Args:
-        model: a `BertEncoder`, or a model holding one as `.encoder` (a `BertPretrainer`, a task
-            model); only the encoder is written (the preset is a backbone). A task model's
-            `.preprocessor` is the vocabulary when none is given.
+        model: a `BertEncoder`, or a model holding one as `.encoder`: a `BertClassifier` (with
+            its head, see above), a `BertPretrainer` or another task model (the encoder only). A
+            task model's `.preprocessor` is the vocabulary when none is given.
         directory: the output folder (created if needed).
         vocabulary: as for `save_hf_checkpoint`; a tokenizer or preprocessor also gives its
             `strip_accents` (else it follows `lower_case`, as in the original BERT).
@@ -418,6 +436,18 @@ def save_keras_hub_preset(
         files[TOKENIZER_NAME] = _json(tokenizer)
         files[PREPROCESSOR_NAME] = _json(preprocessor)
     files[WEIGHTS_NAME] = buffer.getvalue()
+    if _is_classifier(model):
+        files[TASK_WEIGHTS_NAME] = _classifier_weights(model.classifier.dense)
+        files[TASK_NAME] = _json(_serialized("bert_text_classifier", "BertTextClassifier", {
+            "backbone": backbone,
+            "preprocessor": None if vocab is None else preprocessor,
+            "name": "bert_text_classifier",
+            "num_classes": model.num_classes,
+            "activation": model.activation or "linear",
+            "dropout": model.classifier.dropout_rate,
+        }))
+    elif encoder is not model:
+        logging.warning("%s: only the encoder of the %s is written.", directory, type(model).__name__)
     files[METADATA_NAME] = _json(metadata)
     files[CONFIG_NAME] = _json(backbone)
     with publishing(directory, files):

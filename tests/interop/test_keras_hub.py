@@ -199,6 +199,19 @@ def test_a_bfloat16_encoder_is_written_as_a_bfloat16_preset(tmp_path, our_encode
         assert f["layers/reversible_embedding/vars/0"].attrs["dtype"] == "bfloat16"
 
 
+@pytest.mark.filterwarnings("ignore:Skipping variable loading for optimizer")
+def test_a_classifier_is_written_as_a_bert_text_classifier(tmp_path, our_encoder):
+    encoder, preprocessor = our_encoder
+    classifier = kbl.BertClassifier(encoder, num_classes=3, preprocessor=preprocessor)
+    _randomize(classifier.classifier, 3)
+    folder = tmp_path / "task"
+    kbl.save_keras_hub_preset(classifier, folder)  # the vocabulary is the classifier's preprocessor
+    theirs = keras_hub.models.BertTextClassifier.from_preset(str(folder))  # warns: no optimizer state saved
+    their_logits = theirs(theirs.preprocessor(x=TEXTS))  # called, not `predict`: no tf.data pipeline to trace
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(their_logits),
+                               keras.ops.convert_to_numpy(classifier(preprocessor(TEXTS))), rtol=0, atol=1e-5)
+
+
 def test_another_architecture_is_one_error_naming_it(their_presets):
     folder = their_presets["root"] / "gpt2"
     with pytest.raises(ValueError, match=r"config.json holds a keras_hub>GPT2Backbone, not a KerasHub BertBackbone"):
