@@ -1,5 +1,5 @@
-"""Google's original TF1 checkpoints, Hugging Face BERT folders and KerasHub BERT presets: configs, named weights,
-vocabularies, read and written. No model class is imported here (see `mapping`), so that the
+"""Google's original TF1 checkpoints, Hugging Face BERT folders and KerasHub BERT presets: configs,
+named weights, vocabularies, read and written. No model class is imported here (see `mapping`), so that the
 models' `from_checkpoint` may use this package."""
 
 from keras_bert_lite.interop.google import (

@@ -177,15 +177,6 @@ def read_keras_hub_config(directory: str | os.PathLike) -> BertConfig:
         raise ValueError(f"{path}: {e}") from None
 
 
-def read_keras_hub_dtype(directory: str | os.PathLike) -> str | None:
-    """The dtype policy name the preset was saved with ("float32", "bfloat16", ...), if it says."""
-    path = os.path.join(os.fspath(directory), CONFIG_NAME)
-    dtype = _read_object(path, "KerasHub config", BACKBONE_CLASS).get("dtype")
-    if isinstance(dtype, dict):
-        dtype = dtype.get("config", {}).get("name")
-    return dtype if isinstance(dtype, str) else None
-
-
 def read_keras_hub_tokenizer(directory: str | os.PathLike) -> KerasHubTokenizer:
     """The casing of a preset's `tokenizer.json` (KerasHub's defaults: `lowercase` False,
     `strip_accents` False).

@@ -151,7 +151,7 @@ def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | Non
         vocab_file = _vocab_file(kind, directory)
         if not tf.io.gfile.exists(vocab_file):
             raise FileNotFoundError(
-                f"{path}: no {os.path.relpath(vocab_file, directory)} beside the weights (looked for {vocab_file}); pass the vocabulary "
+                f"{path}: no {_vocab_name(kind)} beside the weights (looked for {vocab_file}); pass the vocabulary "
                 "file explicitly (vocab_file=...)."
             )
     vocab_file = os.fspath(vocab_file)
@@ -253,9 +253,13 @@ def _folder_kind(directory: str) -> tuple[str, str]:
     )
 
 
+def _vocab_name(kind: str) -> str:
+    """Where in its folder a checkpoint of `kind` keeps its vocabulary."""
+    return VOCABULARY_PATH if kind == "keras_hub" else VOCAB_NAME
+
+
 def _vocab_file(kind: str, directory: str) -> str:
-    """Where a folder of `kind` keeps its vocabulary."""
-    return os.path.join(directory, VOCABULARY_PATH if kind == "keras_hub" else VOCAB_NAME)
+    return os.path.join(directory, _vocab_name(kind))
 
 
 def _lower_case(kind: str, directory: str, vocab_file: str) -> tuple[bool, str]:
