@@ -37,7 +37,8 @@ class ClassificationTaskModel(TextTaskModel):
             raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
         inputs = encoder_inputs()
         classifier = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
+            num_classes, dropout_rate, encoder.config.initializer_range,
+            dtype=self.head_dtype(encoder, kwargs.pop("dtype", None)), name="classifier",
         )
         outputs = classifier(self.head_input(encoder, inputs))
         if activation == "softmax":

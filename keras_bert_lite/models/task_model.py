@@ -6,7 +6,6 @@ Keras as given.
 from __future__ import annotations
 
 import os
-import warnings
 
 import keras
 import tensorflow as tf
@@ -149,9 +148,7 @@ class TextTaskModel(EncoderTaskModel):
 
         Text in `x` (with labels `y` and `sample_weight`) becomes `text_batches` of `batch_size`
         (default 32) examples, shuffled on every epoch unless `shuffle=False`, as Keras does with
-        arrays; `validation_data` may be text too: `(x_val, y_val)` or a dataset. A model whose
-        heads do not read the encoder's pooler leaves it as it is (Keras skips variables without
-        a gradient) without warning about it.
+        arrays; `validation_data` may be text too: `(x_val, y_val)` or a dataset.
 
         Args:
             x, y, batch_size: as for `keras.Model.fit`, or text (see the class docstring).
@@ -172,10 +169,7 @@ class TextTaskModel(EncoderTaskModel):
             kwargs.setdefault("shuffle", False)  # read in its own order; Keras warns that it ignores shuffle=True
         if not self.compiled:
             self.compile()
-        with warnings.catch_warnings():
-            # Only when the pooler's are all the variables without a gradient.
-            warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[('pooler/[\w/]+'(, )?)+\] ")
-            return super().fit(x, y, batch_size, **kwargs)
+        return super().fit(x, y, batch_size, **kwargs)
 
     def _validation_batches(self, validation_data, batch_size: int):
         if holds_text(validation_data) and isinstance(validation_data, tf.data.Dataset):
