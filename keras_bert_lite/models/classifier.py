@@ -110,7 +110,7 @@ class BertClassifier(ClassificationTaskModel):
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
         if y is not None and self.label_names is not None:
             y = self._label_ids(y)
-        return super().text_batches(x, y, sample_weight, batch_size, shuffle, num_classes=self.num_classes)
+        return super().text_batches(x, y, sample_weight, batch_size, shuffle)
 
     def _label_ids(self, y):
         """Label names in `y` as class ids (ids stay as they are)."""
