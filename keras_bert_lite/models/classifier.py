@@ -37,7 +37,8 @@ class ClassificationTaskModel(TextTaskModel):
             raise ValueError(f"{model_name}: activation must be None (logits) or 'softmax', got {activation!r}.")
         inputs = encoder_inputs()
         classifier = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, dtype=encoder.dtype_policy, name="classifier"
+            num_classes, dropout_rate, encoder.config.initializer_range,
+            dtype=self.head_dtype(encoder, kwargs.pop("dtype", None)), name="classifier",
         )
         outputs = classifier(self.head_input(encoder, inputs))
         if activation == "softmax":
@@ -109,7 +110,7 @@ class BertClassifier(ClassificationTaskModel):
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
         if y is not None and self.label_names is not None:
             y = self._label_ids(y)
-        return super().text_batches(x, y, sample_weight, batch_size, shuffle, num_classes=self.num_classes)
+        return super().text_batches(x, y, sample_weight, batch_size, shuffle)
 
     def _label_ids(self, y):
         """Label names in `y` as class ids (ids stay as they are)."""

@@ -43,15 +43,16 @@ class BertPretrainer(EncoderTaskModel):
         inputs = encoder_inputs()
         inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
         config = encoder.config
+        dtype = self.head_dtype(encoder, kwargs.pop("dtype", None))
         masked_lm = MaskedLMHead(
             encoder.embeddings,
             activation=config.hidden_act,
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
-            dtype=encoder.dtype_policy,
+            dtype=dtype,
             name="masked_lm",
         )
-        next_sentence = NextSentenceHead(config.initializer_range, dtype=encoder.dtype_policy, name="next_sentence")
+        next_sentence = NextSentenceHead(config.initializer_range, dtype=dtype, name="next_sentence")
         hidden = encoder({name: inputs[name] for name in INPUT_NAMES}, output_positions=inputs["masked_lm_positions"])
         outputs = {
             "mlm_logits": masked_lm(hidden["sequence_output"]),

@@ -41,7 +41,8 @@ class BertSpanLabeler(TextTaskModel):
     paper's (see `span_loss`), so `compile()` needs no loss. Metrics `start_accuracy` and
     `end_accuracy`.
 
-    Attributes: `encoder`, `span_head`, `preprocessor`.
+    Attributes: `encoder`, `span_head`, `preprocessor`. The encoder's pooler, which the span head
+    does not read, is not among the model's trainable weights (`UNREAD_ENCODER_LAYERS`).
 
     Example:
 
@@ -51,9 +52,12 @@ class BertSpanLabeler(TextTaskModel):
         [{'answer': 'Ann', 'start': 18, 'end': 21, 'score': ...}]
     """
 
+    UNREAD_ENCODER_LAYERS = ("pooler",)  # the span head reads `sequence_output`
+
     def __init__(self, encoder: BertEncoder, preprocessor: BertPreprocessor | None = None, **kwargs):
         inputs = encoder_inputs()
-        span_head = SpanHead(encoder.config.initializer_range, dtype=encoder.dtype_policy, name="span_head")
+        span_head = SpanHead(encoder.config.initializer_range, dtype=self.head_dtype(encoder, kwargs.pop("dtype", None)),
+                             name="span_head")
         start_logits, end_logits = span_head(encoder(inputs)["sequence_output"])
         outputs = {"start_logits": start_logits, "end_logits": end_logits}
         kwargs.setdefault("name", "bert_span_labeler")

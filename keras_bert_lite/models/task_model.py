@@ -6,7 +6,6 @@ Keras as given.
 from __future__ import annotations
 
 import os
-import warnings
 
 import keras
 import tensorflow as tf
@@ -42,8 +41,11 @@ class TextTaskModel(EncoderTaskModel):
       preprocessor from a Google, Hugging Face or our own folder.
     - `fit`, `evaluate` and `predict` take raw text wherever Keras takes `x`, told by its dtype
       (`keras_bert_lite.models.text_inputs.holds_text`; numbers and dicts of ids go to Keras as
-      they are): `text_batches` of `batch_size` (default 32), a `tf.data.Dataset` of text read as
-      it is, with the one hook `preprocess_samples` mapped over them in `tf.data`.
+      they are), and turn it into batches with the one text hook, `text_batches(x, y,
+      sample_weight, batch_size, shuffle)`, which task models override with that signature for
+      text of their own form (question-context pairs, word lists, ...). By default it maps
+      `preprocess_samples` over `text_dataset` batches of texts or text pairs (a
+      `tf.data.Dataset` of text is read as it is). docs/adding-a-task.md shows a new task.
     - `compile()` defaults to the task's loss and metrics and `default_optimizer()`; `fit` and
       `evaluate` compile that way when the model is not compiled.
     """
@@ -88,7 +90,8 @@ class TextTaskModel(EncoderTaskModel):
         return self.preprocessor
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
-        """One batch of raw text to model inputs, with its labels; mapped over `tf.data` batches.
+        """One batch of raw text to model inputs, with its labels: what the default `text_batches`
+        maps over `tf.data` batches of text.
 
         Args:
             x: tf.string [batch] texts, or a pair of them (sentence pairs).
@@ -100,13 +103,20 @@ class TextTaskModel(EncoderTaskModel):
         """
         return keras.utils.pack_x_y_sample_weight(self.require_preprocessor()(x), y, sample_weight)
 
-    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False,
-                     **options) -> tf.data.Dataset:
-        """Raw text (and its labels) as batches of model inputs: `preprocess_samples` mapped over
-        the batches of text of `keras_bert_lite.models.text_inputs.text_dataset(x, y,
-        sample_weight, ...)` (which takes `options` such as `num_classes`)."""
+    def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32,
+                     shuffle: bool = False) -> tf.data.Dataset:
+        """The one text hook: raw text (and its labels) as a `tf.data.Dataset` of batches that
+        Keras reads, `features`, `(features, y)` or `(features, y, sample_weight)`.
+
+        `fit` (with `shuffle=True` unless told otherwise), `evaluate` and `predict` call it on
+        text in `x` (with `y` and `sample_weight` None for `predict`). This default maps
+        `preprocess_samples` over the batches of texts or text pairs of
+        `keras_bert_lite.models.text_inputs.text_dataset`, checking class ids against the
+        model's `num_classes` when it has one.
+        """
         self.require_preprocessor()
-        batches = text_inputs.text_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **options)
+        batches = text_inputs.text_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle,
+                                           num_classes=getattr(self, "num_classes", None))
         return batches.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     def default_compile_arguments(self) -> dict:
@@ -149,9 +159,7 @@ class TextTaskModel(EncoderTaskModel):
 
         Text in `x` (with labels `y` and `sample_weight`) becomes `text_batches` of `batch_size`
         (default 32) examples, shuffled on every epoch unless `shuffle=False`, as Keras does with
-        arrays; `validation_data` may be text too: `(x_val, y_val)` or a dataset. A model whose
-        heads do not read the encoder's pooler leaves it as it is (Keras skips variables without
-        a gradient) without warning about it.
+        arrays; `validation_data` may be text too: `(x_val, y_val)` or a dataset.
 
         Args:
             x, y, batch_size: as for `keras.Model.fit`, or text (see the class docstring).
@@ -172,10 +180,7 @@ class TextTaskModel(EncoderTaskModel):
             kwargs.setdefault("shuffle", False)  # read in its own order; Keras warns that it ignores shuffle=True
         if not self.compiled:
             self.compile()
-        with warnings.catch_warnings():
-            # Only when the pooler's are all the variables without a gradient.
-            warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[('pooler/[\w/]+'(, )?)+\] ")
-            return super().fit(x, y, batch_size, **kwargs)
+        return super().fit(x, y, batch_size, **kwargs)
 
     def _validation_batches(self, validation_data, batch_size: int):
         if holds_text(validation_data) and isinstance(validation_data, tf.data.Dataset):

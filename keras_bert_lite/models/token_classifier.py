@@ -42,6 +42,8 @@ class BertTokenClassifier(ClassificationTaskModel):
 
     Training: the default `compile()` (see `TextTaskModel.compile`) uses
     `SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")` and a weighted accuracy.
+    The encoder's pooler, which the head does not read, is not among the model's trainable
+    weights (`UNREAD_ENCODER_LAYERS`).
 
     Example:
 
@@ -53,6 +55,7 @@ class BertTokenClassifier(ClassificationTaskModel):
     """
 
     DEFAULT_NAME = "bert_token_classifier"
+    UNREAD_ENCODER_LAYERS = ("pooler",)  # the head reads `sequence_output`
 
     @staticmethod
     def head_input(encoder, inputs):

@@ -1,7 +1,9 @@
-"""save_model: .keras files without the optimizer's slots (which Keras' own `save` keeps, whatever
-`include_optimizer` says), loadable, the same outputs, written atomically."""
+"""save_model and every model's `save`: .keras files without the optimizer (its slots and its
+config, which Keras' own `save` keeps whatever `include_optimizer` says), made without a copy of the
+model, loadable, the same outputs, written atomically."""
 
 import io
+import json
 import zipfile
 
 import h5py
@@ -60,6 +62,7 @@ def test_without_the_optimizer_the_file_holds_the_model_only(trained, tmp_path):
     x = _inputs()
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), trained.predict(x, verbose=0))
     assert trained.optimizer.iterations.numpy() == 2  # the trained model keeps its optimizer
+    assert trained.compiled and not json.loads(zipfile.ZipFile(ours).read("config.json")).get("compile_config")
 
 
 @pytest.mark.slow
@@ -86,3 +89,16 @@ def test_task_models_save_without_the_optimizer_unless_asked(trained, tmp_path):
     assert "optimizer" in _weight_groups(tmp_path / "with.keras")
     with pytest.raises(FileExistsError, match="default.keras exists"):
         trained.save(tmp_path / "default.keras", overwrite=False)
+
+
+def test_a_compiled_encoder_saves_without_its_optimizer(tmp_path):
+    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=VOCAB, num_hidden_layers=1))
+    encoder.compile(optimizer="adam", loss="mse")
+    encoder.optimizer.build(encoder.trainable_variables)  # its slots, as after `fit`
+    optimizer = encoder.optimizer
+    encoder.save(tmp_path / "encoder.keras")
+    assert "optimizer" not in _weight_groups(tmp_path / "encoder.keras")
+    assert not json.loads(zipfile.ZipFile(tmp_path / "encoder.keras").read("config.json")).get("compile_config")
+    assert encoder.optimizer is optimizer and encoder.compiled  # as it was before the save
+    loaded = keras.saving.load_model(tmp_path / "encoder.keras")
+    assert isinstance(loaded, BertEncoder) and not loaded.compiled

@@ -58,6 +58,9 @@ def test_heads_without_the_pooler_neither_train_nor_lose_it(parts, model_class):
     assert {w.path for w in model.weights} >= {w.path for w in encoder.pooler.weights}  # still saved and loaded
     pooler = [w.numpy() for w in encoder.pooler.weights]
     assert encoder.pooler.trainable  # the shared encoder itself is unchanged
+    pooler_paths = {w.path for w in encoder.pooler.weights}
+    assert not pooler_paths & {w.path for w in model.trainable_weights + model.trainable_variables}
+    assert pooler_paths <= {w.path for w in model.non_trainable_weights}
     ids = np.random.default_rng(0).integers(5, len(VOCAB), (4, 12)).astype("int32")
     x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
     if model_class is BertSpanLabeler:
