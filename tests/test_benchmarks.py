@@ -6,7 +6,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 from unittest import mock
 
 import pytest
@@ -126,16 +125,18 @@ def test_our_rows_build_and_run_a_step(bert_throughput, mode):
 
 
 def test_extractor_over_encoder_times_the_two_steps_in_turns_and_keeps_each_ones_fastest(bert_throughput):
-    calls, slow_first = [], iter([0.3])
+    """The steps advance a simulated clock (`time.perf_counter`) by set durations: the ratio is exact."""
+    calls, now, slow_first = [], [0.0], iter([0.3])
 
     def extractor():
         calls.append("extractor")
-        time.sleep(next(slow_first, 0.02))  # one slow step (load from elsewhere): not the one kept
+        now[0] += next(slow_first, 0.02)  # one slow step (load from elsewhere): not the one kept
 
     def encoder():
         calls.append("encoder")
-        time.sleep(0.01)
+        now[0] += 0.01
 
-    ratio = bert_throughput.extractor_over_encoder(extractor, encoder, steps=3, warmup=1)
+    with mock.patch.object(bert_throughput.time, "perf_counter", lambda: now[0]):
+        ratio = bert_throughput.extractor_over_encoder(extractor, encoder, steps=3, warmup=1)
     assert calls == ["encoder"] + ["extractor", "encoder"] * 3
-    assert 1.5 < ratio < 2.5, ratio
+    assert ratio == pytest.approx(2.0, rel=1e-9)
