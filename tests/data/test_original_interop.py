@@ -50,7 +50,8 @@ def original_runs(corpus_file, real_vocab_file, tmp_path_factory, data_helpers):
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
-    return (str(records), *([json.loads(line) for line in path.read_text().splitlines()] for path in (pairs, drawn_pairs)))
+    examples = [[json.loads(line) for line in path.read_text().splitlines()] for path in (pairs, drawn_pairs)]
+    return str(records), *examples
 
 
 @pytest.mark.slow
