@@ -110,9 +110,13 @@ def test_serving_int8_row_is_measured_with_its_agreement_with_float():
     assert float(rows["ours_int8"][1]) > 0 and float(rows["ours_int8"][3]) > 0, done.stdout
     agreement = [line for line in done.stdout.splitlines() if line.startswith("ours_int8 vs ours on the same 256")]
     assert agreement, done.stdout
-    assert "mean |probability difference| 0." in agreement[0]
+    # Measured (AMD EPYC, this command): labels agree on 96.9 %, mean |probability difference| 0.0008.
+    # The difference is not 0 (the row is quantized) and stays small; an untrained head's labels
+    # follow small margins, so some flip, but most must not.
+    difference = float(agreement[0].split("mean |probability difference| ")[1])
+    assert 0.0 < difference < 0.01, agreement[0]
     share = float(agreement[0].split("labels agree on ")[1].split(" %")[0])
-    assert share > 50.0  # an untrained head's labels: int8 must still mostly agree with float32
+    assert share >= 80.0, agreement[0]
 
 
 
