@@ -6,7 +6,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 from unittest import mock
 
 import pytest
@@ -111,9 +110,13 @@ def test_serving_int8_row_is_measured_with_its_agreement_with_float():
     assert float(rows["ours_int8"][1]) > 0 and float(rows["ours_int8"][3]) > 0, done.stdout
     agreement = [line for line in done.stdout.splitlines() if line.startswith("ours_int8 vs ours on the same 256")]
     assert agreement, done.stdout
-    assert "mean |probability difference| 0." in agreement[0]
+    # Measured (AMD EPYC, this command): labels agree on 96.9 %, mean |probability difference| 0.0008.
+    # The difference is not 0 (the row is quantized) and stays small; an untrained head's labels
+    # follow small margins, so some flip, but most must not.
+    difference = float(agreement[0].split("mean |probability difference| ")[1])
+    assert 0.0 < difference < 0.01, agreement[0]
     share = float(agreement[0].split("labels agree on ")[1].split(" %")[0])
-    assert share > 50.0  # an untrained head's labels: int8 must still mostly agree with float32
+    assert share >= 80.0, agreement[0]
 
 
 
@@ -126,16 +129,18 @@ def test_our_rows_build_and_run_a_step(bert_throughput, mode):
 
 
 def test_extractor_over_encoder_times_the_two_steps_in_turns_and_keeps_each_ones_fastest(bert_throughput):
-    calls, slow_first = [], iter([0.3])
+    """The steps advance a simulated clock (`time.perf_counter`) by set durations: the ratio is exact."""
+    calls, now, slow_first = [], [0.0], iter([0.3])
 
     def extractor():
         calls.append("extractor")
-        time.sleep(next(slow_first, 0.02))  # one slow step (load from elsewhere): not the one kept
+        now[0] += next(slow_first, 0.02)  # one slow step (load from elsewhere): not the one kept
 
     def encoder():
         calls.append("encoder")
-        time.sleep(0.01)
+        now[0] += 0.01
 
-    ratio = bert_throughput.extractor_over_encoder(extractor, encoder, steps=3, warmup=1)
+    with mock.patch.object(bert_throughput.time, "perf_counter", lambda: now[0]):
+        ratio = bert_throughput.extractor_over_encoder(extractor, encoder, steps=3, warmup=1)
     assert calls == ["encoder"] + ["extractor", "encoder"] * 3
-    assert 1.5 < ratio < 2.5, ratio
+    assert ratio == pytest.approx(2.0, rel=1e-9)

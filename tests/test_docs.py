@@ -106,6 +106,9 @@ def runnable_blocks(path: pathlib.Path) -> list[dict]:
     return blocks
 
 
+RUN_FILES = [path for path in DOC_FILES if path != REPO / "docs" / "README.md"]  # the index runs nothing
+
+
 def test_blocks_are_found_and_marked():
     """The parser sees every block; a test-flags comment is used by the next block; fences close."""
     readme = code_blocks(REPO / "README.md")
@@ -133,17 +136,26 @@ def test_script_commands_are_run_in_process_only_without_shell_syntax(tmp_path, 
         assert docs_driver.script_commands(shell + "\n") is None, shell
 
 
+def test_guide_index_lists_every_guide_and_only_it_has_no_runnable_blocks():
+    """docs/README.md links each guide of docs/ once; it explains, it runs nothing (so it is the one
+    Markdown file not in test_blocks_run_in_order); every other file has blocks to run."""
+    index = (REPO / "docs" / "README.md").read_text(encoding="utf-8")
+    linked = re.findall(r"^\| \[(\S+\.md)\]\((\S+\.md)\) \|", index, re.M)
+    assert all(text == target for text, target in linked), linked
+    guides = sorted(path.name for path in (REPO / "docs").glob("*.md") if path.name != "README.md")
+    assert sorted(target for _, target in linked) == guides
+    assert [path for path in DOC_FILES if not runnable_blocks(path)] == [REPO / "docs" / "README.md"]
+
+
 def test_readme_is_short():
     assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("path", DOC_FILES, ids=[str(path.relative_to(REPO)) for path in DOC_FILES])
+@pytest.mark.parametrize("path", RUN_FILES, ids=[str(path.relative_to(REPO)) for path in RUN_FILES])
 def test_blocks_run_in_order(path, tmp_path):
     blocks = runnable_blocks(path)
-    if not blocks:
-        pytest.skip(f"{path.name} has no runnable blocks")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     python = bin_dir / "python"

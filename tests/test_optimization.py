@@ -136,15 +136,27 @@ def _mirrored_strategy():
 
 # Google's optimization_test.py (bert-tensorflow 1.0.4): w moves to x minimising mean((x - w)^2).
 GOOGLE_W, GOOGLE_X = [0.1, -0.2, -0.1], [0.4, 0.2, -0.5]
-OPTIMIZERS = {  # ours, and keras.optimizers.AdamW set up as it should be
-    # Google's test: AdamWeightDecayOptimizer(learning_rate=0.2), no weight decay, epsilon 1e-6.
-    "AdamW": (lambda: AdamW(learning_rate=0.2, weight_decay=0.0, epsilon=1e-6),
-              lambda: keras.optimizers.AdamW(learning_rate=0.2, weight_decay=0.0, epsilon=1e-6)),
-    # BERT's settings: warmup then linear decay, weight decay 0.01, clipping at global norm 1.0.
+# BERT's settings: warmup then linear decay, weight decay 0.01, clipping at global norm 1.0; ours, and
+# keras.optimizers.AdamW set up by hand as it should be. (`AdamW` alone is Keras' class, see
+# test_adamw_is_keras_adamw_under_a_registered_name: its trajectory would be Keras' own.)
+OPTIMIZERS = {
     "create_optimizer": (lambda: create_optimizer(0.2, num_train_steps=100, num_warmup_steps=10),
                          lambda: keras.optimizers.AdamW(learning_rate=WarmupLinearDecay(0.2, 100, 10),
                                                         weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)),
 }
+
+
+def test_adamw_is_keras_adamw_under_a_registered_name():
+    """`AdamW` adds no behaviour of its own to keras.optimizers.AdamW (so Keras' tests cover its math):
+    it only keeps the registered name that `.keras` files saved with it refer to."""
+    assert AdamW.__bases__ == (keras.optimizers.AdamW,)
+    # Only the class's own data (`__annotations__` appears once anything reads it, as Keras may).
+    assert set(vars(AdamW)) <= {"__module__", "__qualname__", "__doc__", "__firstlineno__", "__static_attributes__",
+                                "__annotations__"}
+    assert not AdamW.__annotations__
+    optimizer = AdamW(learning_rate=0.2, weight_decay=0.0, epsilon=1e-6)
+    assert keras.saving.serialize_keras_object(optimizer)["registered_name"] == "keras_bert_lite>AdamW"
+    assert type(keras.optimizers.deserialize(keras.saving.serialize_keras_object(optimizer))) is AdamW
 
 
 def _google_trajectory(make_optimizer, variable_class, mode, steps=100):
@@ -288,7 +300,7 @@ def test_under_a_two_device_mirrored_strategy():
     done = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "mirrored: 5 cases equal"
+    assert done.stdout.strip().splitlines()[-1] == "mirrored: 3 cases equal"
 
 
 if __name__ == "__main__":
@@ -299,4 +311,4 @@ if __name__ == "__main__":
         for variable_class in (tf.Variable, keras.Variable):
             test_google_optimization_test_on_any_variable(name, variable_class, "mirrored")
     test_bert_settings_follow_keras_adamw("mirrored_fit")
-    print("mirrored: 5 cases equal")
+    print("mirrored: 3 cases equal")

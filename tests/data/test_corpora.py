@@ -4,6 +4,7 @@ import re
 import sys
 
 import pytest
+import tensorflow_datasets as tfds
 
 from keras_bert_lite.data import corpora
 from keras_bert_lite.data.corpora import builtin_documents, read_documents, tfds_documents
@@ -74,7 +75,6 @@ def test_read_documents_pattern_without_match(tmp_path):
 
 
 def test_tfds_documents_from_a_local_dataset(tmp_path, documents):
-    tfds = pytest.importorskip("tensorflow_datasets")
     # Paragraphs (blank-line separated) of real sentences; the middle example has no text.
     texts = ["\n\n".join(documents[0][:6]), "", "\n\n".join(documents[1])]
 

@@ -15,12 +15,11 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import torch
+import transformers
 
 from keras_bert_lite import BertPretrainer, tf_startup
 from tests.examples import scripts
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tpu" / "convert_checkpoint.py"

@@ -10,7 +10,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer
+from keras_bert_lite import BertConfig, BertEncoder, BertPreprocessor, BertPretrainer, pretraining_losses
 from keras_bert_lite.config import GOOGLE_KEYS
 from keras_bert_lite.interop import (
     CheckpointMismatchError,
@@ -132,6 +132,15 @@ def test_original_pretraining_checkpoint_loads_into_pretrainer(original_run, tin
     diffs = {name: _max_diff(ours[name], original_run.tiny_reference[name]) for name in ours}
     print(f"original run_pretraining.py heads vs ours, max |diff|: {diffs}")
     assert max(diffs.values()) < TOLERANCE, diffs
+    # The losses: run_pretraining.py's get_masked_lm_output / get_next_sentence_output losses on
+    # the same batch (prediction slots of weight 0 among them). Tolerance: float32 sums of O(1-10).
+    inputs = original_run.tiny_inputs
+    outputs = pretrainer({**feed(inputs), "masked_lm_positions": inputs["masked_lm_positions"]})
+    total, mlm_loss, nsp_loss = (float(v) for v in pretraining_losses(inputs, outputs))
+    expected_mlm, expected_nsp = (float(original_run.tiny_reference[name]) for name in ("mlm_loss", "nsp_loss"))
+    assert 0.0 in inputs["masked_lm_weights"]
+    np.testing.assert_allclose([mlm_loss, nsp_loss, total], [expected_mlm, expected_nsp, expected_mlm + expected_nsp],
+                               rtol=1e-5)
 
 
 @pytest.mark.slow

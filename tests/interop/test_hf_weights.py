@@ -7,11 +7,10 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 
 from keras_bert_lite import BertEncoder, BertPretrainer
 from keras_bert_lite.interop import CheckpointMismatchError, load_hf_checkpoint, read_hf_config
-
-torch = pytest.importorskip("torch")
 
 
 class _Payload:

@@ -5,8 +5,11 @@ import os
 import shutil
 import sys
 
+import huggingface_hub
 import numpy as np
 import pytest
+import torch
+from huggingface_hub import constants, file_download
 from safetensors.numpy import load_file
 
 from keras_bert_lite.interop.hub import hub_folder
@@ -14,9 +17,6 @@ from keras_bert_lite.interop.huggingface import PYTORCH_NAME, SAFETENSORS_NAME, 
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint, from_checkpoint
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.text.preprocessor import BertPreprocessor
-
-huggingface_hub = pytest.importorskip("huggingface_hub")
-from huggingface_hub import constants, file_download  # noqa: E402
 
 NAME = "sentence-transformers/all-MiniLM-L6-v2"
 COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"
@@ -85,7 +85,6 @@ def test_name_forms_find_the_cache_snapshot(hub, name):
 
 
 def test_without_safetensors_pytorch_model_bin_is_fetched_and_read_weights_only(hub, minilm_dir, tmp_path):
-    torch = pytest.importorskip("torch")
     source = tmp_path / "source"
     shutil.copytree(minilm_dir, source, ignore=shutil.ignore_patterns(SAFETENSORS_NAME))
     tensors = load_file(minilm_dir / SAFETENSORS_NAME)

@@ -7,6 +7,8 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+import torch
+import transformers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,9 +25,6 @@ from keras_bert_lite.interop import (
 from keras_bert_lite.interop.mapping import weight_specs
 from keras_bert_lite.layers.activations import get_activation
 from keras_bert_lite.models.checkpoint_folder import from_hf_checkpoint
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-4
 

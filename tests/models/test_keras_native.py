@@ -258,13 +258,6 @@ def test_model_graphs_for_plot_model(name):
             assert layer in expanded, layer
 
 
-def test_plot_model_renders_an_image(tmp_path):
-    if not keras.src.utils.model_visualization.check_graphviz():
-        pytest.skip("rendering an image needs the graphviz `dot` program, not installed here")
-    keras.utils.plot_model(_build("span_labeler"), str(tmp_path / "model.png"), expand_nested=True)
-    assert (tmp_path / "model.png").stat().st_size > 0
-
-
 def test_variable_sequence_lengths_and_datasets():
     """KerasHub's backbone checks: any sequence length, `predict` on arrays and on a dataset.
 

@@ -85,7 +85,8 @@ def test_learned_vocabularies_always_load_and_cover_their_corpus(tmp_path):
     line = st.lists(st.one_of(st.text(char, max_size=6), st.sampled_from(_SPACES)), max_size=8).map("".join)
     path = tmp_path / "vocab.txt"
 
-    @settings(max_examples=6, deadline=None, derandomize=True, database=None,
+    # 6% of the profile's examples (tests/conftest.py): 6 in the suite, 60 when thorough.
+    @settings(max_examples=settings.default.max_examples * 6 // 100, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
     @given(st.lists(line, min_size=120, max_size=160), st.booleans())
     def check(corpus, lower_case):
