@@ -84,7 +84,7 @@ flags.mark_flags_as_required(["input", "output"])
 flags.DEFINE_bool(
     "approximate_gelu", False,
     "For --output_format=google: write a model with the exact (erf) GELU, as Hugging Face models have, "
-    "with the original code's tanh GELU instead. Outputs change slightly (see the README); without "
+    "with the original code's tanh GELU instead. Outputs change slightly (docs/interop.md); without "
     "this flag such a model is refused.",
 )
 
@@ -183,7 +183,7 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
         if source.config.hidden_act == "gelu_exact" and not FLAGS.approximate_gelu:
             raise ValueError(
                 f"--input {source.path} uses the exact (erf) GELU, which Google's original code does not have: pass "
-                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see the README), or "
+                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see docs/interop.md), or "
                 "convert with --output_format=hf."
             )
         source.config.to_google_dict(approximate_gelu=FLAGS.approximate_gelu)
