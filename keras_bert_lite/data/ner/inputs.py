@@ -33,11 +33,16 @@ def tag_inputs(words: tf.RaggedTensor, tokenizer, packer) -> tuple[dict, tf.Ragg
         words cut off by truncation.
     """
     pieces = tokenizer(words.flat_values)
-    empty = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
-    unk = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(empty)], tf.constant(tokenizer.unk_id, pieces.dtype)), empty
-    )
-    pieces = tf.concat([pieces, unk], axis=1)
+    # A word without pieces takes [UNK] (appended to the flat pieces) by one gather: a ragged concat
+    # along axis 1 would make oneDNN log a false "DT_INT64" error on CPUs without AVX-512.
+    lengths = pieces.row_lengths()
+    kept = tf.maximum(lengths, 1)
+    rows = tf.repeat(tf.range(tf.size(kept, tf.int64)), kept)
+    offsets = tf.range(tf.reduce_sum(kept)) - tf.gather(tf.cumsum(kept, exclusive=True), rows)
+    source = tf.where(tf.gather(lengths, rows) > 0, tf.gather(pieces.row_starts(), rows) + offsets,
+                      tf.size(pieces.flat_values, tf.int64))
+    unk = tf.constant([tokenizer.unk_id], pieces.dtype)
+    pieces = tf.RaggedTensor.from_row_lengths(tf.gather(tf.concat([pieces.flat_values, unk], 0), source), kept)
     features = packer(tf.RaggedTensor.from_row_splits(pieces, words.row_splits))
     counts = tf.cast(pieces.row_lengths(), tf.int32)
     first = words.with_flat_values(counts)
