@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 from keras import ops
 
 from keras_bert_lite.data.ner.conll import TaggedSentence
@@ -72,6 +73,12 @@ class BertTokenClassifier(ClassificationTaskModel):
         sentences = self._sentences(x)[0]
         if not sentences:
             raise ValueError(f"{self.name}: x is empty; expected at least one sentence.")
+        counts, bounds = self._piece_counts(sentences), np.cumsum([0] + [len(words) for words in sentences])
+        cut = sum(int(counts[a:b].sum()) > preprocessor.seq_length - 2 for a, b in zip(bounds[:-1], bounds[1:]))
+        if cut:
+            logging.warning("%s: %d of %d sentences have more word pieces than seq_length=%d holds; fit and "
+                            "evaluate see only their first words (predict_labels and predict_entities read "
+                            "all of them in windows).", self.name, cut, len(sentences), preprocessor.seq_length)
         if y is None:
             words = tf.ragged.constant(sentences, tf.string)
             dataset = tf.data.Dataset.from_tensor_slices(words).ragged_batch(batch_size)
@@ -148,6 +155,14 @@ class BertTokenClassifier(ClassificationTaskModel):
                      for i, (item, text, row) in enumerate(zip(items, texts, spans))]
         return sentences, texts, spans
 
+    def _piece_counts(self, sentences: list[list[str]]) -> np.ndarray:
+        """The number of word pieces of every word of `sentences`, flat; at least 1 (a word
+        without pieces is read as [UNK], see `tag_inputs`)."""
+        flat = [word for words in sentences for word in words]
+        if not flat:
+            return np.zeros(0, "int64")
+        return np.maximum(self.require_preprocessor().tokenizer(tf.constant(flat, tf.string)).row_lengths().numpy(), 1)
+
     def word_probabilities(self, sentences: list[list[str]], batch_size: int = 32,
                            doc_stride: int | None = None) -> list[np.ndarray]:
         """Tag probabilities of every word, however long its sentence: float32 [words, num_classes]
@@ -163,9 +178,7 @@ class BertTokenClassifier(ClassificationTaskModel):
         doc_stride = max(1, max_pieces // 2) if doc_stride is None else doc_stride
         if isinstance(doc_stride, bool) or not isinstance(doc_stride, int) or doc_stride < 1:
             raise ValueError(f"{self.name}: doc_stride must be a positive integer, got {doc_stride!r}.")
-        flat = [word for words in sentences for word in words]
-        counts = preprocessor.tokenizer(tf.constant(flat, tf.string)).row_lengths().numpy() if flat else []
-        counts = np.maximum(counts, 1)  # a word without pieces is read as [UNK] (see tag_inputs)
+        counts = self._piece_counts(sentences)
         windows, offset = [], 0  # (sentence, first word, labelled words mask)
         for n, words in enumerate(sentences):
             for first, end, labels in word_windows(counts[offset : offset + len(words)], max_pieces, doc_stride):

@@ -111,6 +111,7 @@ def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
     ids = preprocessor(tf.constant(texts))
     np.testing.assert_allclose(features, extractor.predict(ids, verbose=0), atol=1e-6)  # same graph, float32
     np.testing.assert_allclose(features, extractor(ids), atol=1e-6)
+    assert extractor.predict([]).shape == (0, 24, encoder.config.hidden_size)  # an empty batch, as served
 
 
 @pytest.mark.slow

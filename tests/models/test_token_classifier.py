@@ -98,7 +98,7 @@ def _tag_everything(tagger, tag):
 
 
 @pytest.mark.slow
-def test_long_texts_are_read_in_windows_and_every_word_is_labelled(tagger):
+def test_long_texts_are_read_in_windows_and_every_word_is_labelled(tagger, caplog):
     words = tagger.split_words(TEXT)[0]
     assert len(words) == 33
     labels = tagger.predict_labels([TEXT, words])  # a string and its word list: the same labels
@@ -114,6 +114,9 @@ def test_long_texts_are_read_in_windows_and_every_word_is_labelled(tagger):
     np.testing.assert_allclose(whole[:11], alone[:11], atol=1e-6)  # float32, the same window
     assert np.abs(whole[11:14] - alone[11:14]).max(axis=-1).min() > 1e-4
     assert len(tagger.predict_labels(TEXT, doc_stride=13)[0]) == 33
+    with caplog.at_level("WARNING"):  # fit and evaluate see the first 14 pieces, and say so
+        tagger.text_batches([TEXT, "Berlin", words[:14], words[:15]])
+    assert "2 of 4 sentences have more word pieces than seq_length=16 holds" in caplog.text
     with pytest.raises(ValueError, match="doc_stride must be a positive integer, got 0"):
         tagger.predict_labels(TEXT, doc_stride=0)
 
