@@ -194,16 +194,17 @@ def _record_schedule(model_dir: str, optimizer: keras.optimizers.Optimizer, num_
     path = os.path.join(model_dir, SCHEDULE_FILE)
     schedule = json.loads(json.dumps({"num_train_steps": num_train_steps,
                                       "learning_rate": optimizer.get_config().get("learning_rate")}, default=str))
-    if start and tf.io.gfile.exists(path):
+    before = None
+    if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             before = json.load(f)
-        changes = [f"{name} {json.dumps(before.get(name))} -> {json.dumps(value)}"
-                   for name, value in schedule.items() if before.get(name) != value]
-        if changes:
-            logging.warning("Resuming at step %d with a changed schedule (%s): from step %d on, the learning rate "
-                            "follows the new schedule, not the one the checkpoint was trained with.",
-                            start, "; ".join(changes), start + 1)
-    if chief:
+    changes = [f"{name} {json.dumps(before.get(name))} -> {json.dumps(value)}"
+               for name, value in schedule.items() if before is not None and before.get(name) != value]
+    if start and changes:
+        logging.warning("Resuming at step %d with a changed schedule (%s): from step %d on, the learning rate "
+                        "follows the new schedule, not the one the checkpoint was trained with.",
+                        start, "; ".join(changes), start + 1)
+    if chief and before != schedule:  # a rerun of the same run leaves the folder as it is
         write_text_atomically(path, json.dumps(schedule, indent=1) + "\n")
 
 
