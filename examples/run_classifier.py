@@ -1,7 +1,16 @@
-r"""Fine-tunes BERT on a GLUE task (sentence or sentence-pair classification, or STS-B regression).
+r"""Fine-tunes BERT on a GLUE task (sentence or sentence-pair classification, or STS-B regression),
+or on your own labelled texts in a CSV or TSV file.
 
     python examples/run_classifier.py --task_name=mrpc --data_dir=glue_data/MRPC \
         --init_checkpoint=uncased_L-12_H-768_A-12 --output_dir=/tmp/mrpc
+    python examples/run_classifier.py --train_file=reviews.csv --eval_file=dev.csv \
+        --text_columns=review --label_column=sentiment \
+        --init_checkpoint=uncased_L-12_H-768_A-12 --output_dir=/tmp/reviews
+
+Your own files have a header line naming the columns (`.csv`: comma separated with quotes as
+Excel and pandas write them; any other name: tab separated); --text_columns names the text
+column (two for text pairs), --label_column the labels: any strings, in class-id order as
+--label_names lists them (default: the training file's labels, sorted). Their metric is accuracy.
 
 Trains with `model.fit` (progress bar), evaluates the task's GLUE metrics on the dev file after
 every epoch, keeps the best model (`best_model.keras`, without optimizer state), then writes
@@ -21,7 +30,14 @@ import numpy as np
 from absl import flags, logging
 
 from keras_bert_lite.atomic import write_text_atomically
-from keras_bert_lite.data.glue import ClassificationData, get_glue_task, glue_metrics, read_glue_tsv
+from keras_bert_lite.data.glue import (
+    ClassificationData,
+    GlueTask,
+    get_glue_task,
+    glue_metrics,
+    read_classification_file,
+    read_glue_tsv,
+)
 from keras_bert_lite.export import export_saved_model
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.text_inputs import text_dataset
@@ -29,11 +45,17 @@ from keras_bert_lite.models.text_inputs import text_dataset
 FLAGS = flags.FLAGS
 flags.DEFINE_string("task_name", None, "GLUE task: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli.")
 flags.DEFINE_string("data_dir", None, "Folder with the task's train.tsv, dev file and test file.")
-flags.DEFINE_bool("do_predict", False, "Also predict the test file.")
+flags.DEFINE_bool("do_predict", False, "Also predict the GLUE task's test file.")
+flags.DEFINE_string("train_file", None, "Your own training file instead of a GLUE task: CSV (.csv) or TSV with a "
+                    "header line.")
+flags.DEFINE_string("eval_file", None, "Your own evaluation file, in the layout of --train_file.")
+flags.DEFINE_list("text_columns", None, "With --train_file: the header name of the text column, or two names for "
+                  "text pairs.")
+flags.DEFINE_string("label_column", None, "With --train_file: the header name of the label column.")
 flags.DEFINE_list("label_names", None, "Names of the classes in class-id order, for the exported model's labels and "
                   "dev_predictions.tsv (default: the task's labels, e.g. 0,1 for SST-2); test_results.tsv keeps "
-                  "GLUE's labels.")
-flags.mark_flags_as_required(["task_name", "data_dir"])
+                  "GLUE's labels. With --train_file: the label values of the files in class-id order (default: "
+                  "the training file's, sorted).")
 common.define_flags(max_seq_length=128, learning_rate=2e-5)
 flags.adopt_module_key_flags(common)
 
@@ -58,15 +80,44 @@ def _label_names(task) -> list[str] | None:
     return list(FLAGS.label_names)
 
 
+def read_data() -> tuple[GlueTask, ClassificationData, ClassificationData, ClassificationData | None]:
+    """(task, train, dev, test or None): a GLUE task's files, or your own files as a task of their own."""
+    own = {"train_file": FLAGS.train_file, "eval_file": FLAGS.eval_file, "text_columns": FLAGS.text_columns,
+           "label_column": FLAGS.label_column}
+    if FLAGS.task_name is not None:
+        given = [f"--{name}" for name, value in own.items() if value is not None]
+        if FLAGS.data_dir is None or given:
+            raise ValueError(f"--task_name reads the GLUE files of --data_dir; drop {', '.join(given)}."
+                                 if given else "--task_name needs --data_dir (the folder of the task's files).")
+        task = get_glue_task(FLAGS.task_name)
+        train = read_glue_tsv(os.path.join(FLAGS.data_dir, "train.tsv"), task, "train", FLAGS.on_error)
+        dev = read_glue_tsv(os.path.join(FLAGS.data_dir, task.dev_file), task, "dev", FLAGS.on_error)
+        test = read_glue_tsv(os.path.join(FLAGS.data_dir, task.test_file), task, "test", FLAGS.on_error) \
+            if FLAGS.do_predict else None
+        return task, train, dev, test
+    missing = [f"--{name}" for name, value in own.items() if value is None]
+    if missing:
+        raise ValueError(f"Give --task_name and --data_dir (a GLUE task), or --train_file, --eval_file, "
+                             f"--text_columns and --label_column (your own data); missing: {', '.join(missing)}.")
+    if FLAGS.data_dir is not None or FLAGS.do_predict:
+        raise ValueError("--data_dir and --do_predict go with --task_name; with --train_file, drop them.")
+    train, labels = read_classification_file(FLAGS.train_file, FLAGS.text_columns, FLAGS.label_column,
+                                             FLAGS.label_names, FLAGS.on_error)
+    if len(labels) < 2:
+        raise ValueError(f"{FLAGS.train_file}: every label is {labels[0]!r}; a classifier needs two classes or more "
+                         "(--label_names lists them all).")
+    dev, _ = read_classification_file(FLAGS.eval_file, FLAGS.text_columns, FLAGS.label_column, labels,
+                                      FLAGS.on_error)
+    task = GlueTask(os.path.basename(FLAGS.train_file), tuple(FLAGS.text_columns), FLAGS.label_column, labels)
+    logging.info("%s: classes %s", task.name, ", ".join(f"{i}={name}" for i, name in enumerate(labels)))
+    return task, train, dev, None
+
+
 def main(argv):
     del argv
-    task = get_glue_task(FLAGS.task_name)
+    task, train, dev, test = read_data()
     label_names = _label_names(task)
     keras.utils.set_random_seed(FLAGS.seed)
-    train = read_glue_tsv(os.path.join(FLAGS.data_dir, "train.tsv"), task, "train", FLAGS.on_error)
-    dev = read_glue_tsv(os.path.join(FLAGS.data_dir, task.dev_file), task, "dev", FLAGS.on_error)
-    test = read_glue_tsv(os.path.join(FLAGS.data_dir, task.test_file), task, "test", FLAGS.on_error) \
-        if FLAGS.do_predict else None
     logging.info("%s: %d training and %d dev examples", task.name, len(train), len(dev))
 
     encoder, preprocessor = common.load_encoder()

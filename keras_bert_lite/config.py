@@ -244,7 +244,7 @@ class BertConfig:
         elif self.hidden_act not in GOOGLE_ACTIVATIONS:
             closest = (
                 " Pass approximate_gelu=True to write its tanh approximation, the original's 'gelu' "
-                "(outputs change slightly)."
+                "(outputs change slightly; see docs/interop.md)."
                 if self.hidden_act == "gelu_exact" else ""
             )
             raise ValueError(

@@ -97,7 +97,7 @@ flags.mark_flags_as_required(["input", "output"])
 flags.DEFINE_bool(
     "approximate_gelu", False,
     "For --output_format=google or keras_hub: write a model with the exact (erf) GELU, as Hugging Face "
-    "models have, with the tanh GELU of the original code and of KerasHub's BertBackbone instead. Outputs change slightly (see the README); without "
+    "models have, with the tanh GELU of the original code and of KerasHub's BertBackbone instead. Outputs change slightly (docs/interop.md); without "
     "this flag such a model is refused.",
 )
 
@@ -204,7 +204,7 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
             owner = "Google's original code" if fmt == "google" else "KerasHub's BertBackbone"
             raise ValueError(
                 f"--input {source.path} uses the exact (erf) GELU, which {owner} does not have: pass "
-                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see the README), or "
+                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; docs/interop.md), or "
                 "convert with --output_format=hf."
             )
     if fmt == "google":

@@ -8,6 +8,7 @@ from keras_bert_lite.data.glue import (
     classification_dataset,
     get_glue_task,
     glue_metrics,
+    read_classification_file,
     read_glue_tsv,
 )
 from keras_bert_lite.data.ner import CONLL2003_TAGS, entity_f1, ner_dataset, read_conll

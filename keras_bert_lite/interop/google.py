@@ -149,7 +149,7 @@ def save_google_checkpoint(
         lower_case: the casing (None: the tokenizer's, or inferred from the tokens).
         approximate_gelu: the original code has only the tanh GELU; True writes a model with the
             exact erf GELU ("gelu_exact", as converted from Hugging Face) as "gelu", which changes
-            its outputs slightly (README: "Load released weights"). False refuses such a model.
+            its outputs slightly (docs/interop.md). False refuses such a model.
 
     Returns:
         The prefix written.

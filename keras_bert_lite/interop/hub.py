@@ -1,4 +1,7 @@
-"""Hugging Face Hub names (`hf://org/name`, `org/name`, `...@revision`) to folders in its cache.
+"""Hugging Face Hub names (`hf://org/name`, `hf://org/name@revision`) to folders in its cache.
+
+Only a name written with the `hf://` prefix goes to the Hub: anything else is a local (or
+`tf.io.gfile`) path, so a typo in a path never becomes a network request.
 
 The files of a Hugging Face BERT folder are fetched with `huggingface_hub` (the optional extra
 `pip install keras_bert_lite[hub]`) into its standard cache, shared with `transformers` and
@@ -10,14 +13,13 @@ Example:
 
     >>> hub_folder("hf://sentence-transformers/all-MiniLM-L6-v2@main")  # then any folder loader
     '~/.cache/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/c9745ed1...'
-    >>> hub_folder("output/pretrain") is None  # an existing local path
+    >>> hub_folder("output/pretrain") is None  # a path: never looked up on the Hub
     True
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 from keras_bert_lite.interop.huggingface import (
     CONFIG_NAME,
@@ -28,41 +30,35 @@ from keras_bert_lite.interop.huggingface import (
 from keras_bert_lite.interop.release import VOCAB_NAME
 
 HUB_PREFIX = "hf://"
-# A Hub repository id: "org/name" (letters, digits, "-", "_", "."); a revision may follow "@".
-_REPO_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 def hub_folder(path: str | os.PathLike) -> str | None:
     """The cache folder holding the files `from_hf_checkpoint` reads of the Hub model `path` names
     (fetched unless cached), or None when `path` is not a Hub name.
 
-    A Hub name is `hf://org/name`, or `org/name` when no such local path exists; either may end in
-    `@revision` (a branch, tag or commit hash: `hf://org/name@v1.0`; default: "main"). Only
-    `config.json`, `vocab.txt`, `tokenizer_config.json` (if the model has one) and the weights
-    are fetched: `model.safetensors`, or else `pytorch_model.bin` (read weights-only).
+    A Hub name is `hf://org/name`, which may end in `@revision` (a branch, tag or commit hash:
+    `hf://org/name@v1.0`; default: "main"); anything else is a path (None). Only `config.json`,
+    `vocab.txt`, `tokenizer_config.json` (if the model has one) and the weights are fetched:
+    `model.safetensors`, or else `pytorch_model.bin` (read weights-only).
 
     Raises:
         ImportError: `huggingface_hub` is not installed (naming the extra that installs it).
         FileNotFoundError: naming `path`, the revision, the missing file and where it was looked
             for, when the model or a needed file is neither in the cache nor reachable on the Hub.
     """
-    if not isinstance(path, str):
+    if not (isinstance(path, str) and path.startswith(HUB_PREFIX)):
         return None
-    prefixed = path.startswith(HUB_PREFIX)
     repo_id, _, revision = path.removeprefix(HUB_PREFIX).partition("@")
-    if not (prefixed or (_REPO_ID.fullmatch(repo_id) and not os.path.exists(path))):
-        return None
-    tried = "" if prefixed else f"No file or folder {path}; as a Hugging Face Hub name: "
     try:
         import huggingface_hub  # optional: only Hub names need it
         from huggingface_hub import constants, errors
     except ImportError:
-        raise ImportError(f"{tried}loading {repo_id} from the Hugging Face Hub needs huggingface_hub: "
+        raise ImportError(f"Loading {repo_id} from the Hugging Face Hub needs huggingface_hub: "
                           "pip install keras_bert_lite[hub]") from None
     offline = constants.HF_HUB_OFFLINE
     where = (f"in the Hugging Face cache {constants.HF_HUB_CACHE}"
              + (" (HF_HUB_OFFLINE is set)" if offline else " or on the Hub"))
-    tried += f"model {repo_id} at revision {revision or 'main'}"
+    tried = f"Hugging Face Hub model {repo_id} at revision {revision or 'main'}"
 
     def fetch(filename: str, required: str = "") -> str | None:
         try:

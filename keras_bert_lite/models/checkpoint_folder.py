@@ -12,8 +12,9 @@ with the checkpoint's pre-training heads (to continue pre-training), a `BertPret
 - "google": a Google BERT release folder (`bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`),
   or the checkpoint prefix inside one (`.../bert_model.ckpt`, as the original scripts take it).
 - "hugging_face": `config.json`, `model.safetensors` (or `pytorch_model.bin`) and `vocab.txt`;
-  or a Hugging Face Hub name (`"hf://org/name@revision"`, or `"org/name"` when no such local
-  path exists), fetched into its cache (see `keras_bert_lite.interop.hub.hub_folder`).
+  or a Hugging Face Hub name (`"hf://org/name"` or `"hf://org/name@revision"`), fetched into its
+  cache (see `keras_bert_lite.interop.hub.hub_folder`). Only the `hf://` prefix reaches the
+  network: any other name is a path, and a missing one fails at once.
 - "keras_hub": a KerasHub BERT preset (`config.json` naming `BertBackbone`, `model.weights.h5`,
   `tokenizer.json` and `assets/tokenizer/vocabulary.txt`), as `save_to_preset` writes it; of a
   task preset (`task.json`, `task.weights.h5`) the backbone is loaded (the log says what is not).
@@ -112,27 +113,33 @@ def find_checkpoint(path: str | os.PathLike, vocab_file: str | os.PathLike | Non
 
     Args:
         path: a checkpoint folder of any kind, a `.keras` file, or a Google checkpoint prefix
-            (local or any `tf.io.gfile` path, e.g. `gs://...`); or a Hugging Face Hub name (see
-            the module docstring), whose files are fetched into the cache first.
+            (local or any `tf.io.gfile` path, e.g. `gs://...`); or a Hugging Face Hub name
+            `hf://org/name[@revision]`, whose files are fetched into the cache first.
         vocab_file: the vocabulary, when it is not `vocab.txt` beside the weights.
 
     Returns:
         A `CheckpointFolder`.
 
     Raises:
-        FileNotFoundError: nothing at `path`, or no vocabulary (naming where it was looked for);
+        FileNotFoundError: nothing at `path` (naming it and what was looked for; no Hub
+            request is made), or no vocabulary (naming where it was looked for);
             for a Hub name, the model is neither cached nor reachable (naming what was tried).
         ImportError: a Hub name without `huggingface_hub` installed.
         ValueError: `path` is a folder of none of the kinds (naming what it holds), or a Google
             checkpoint prefix in a folder with several checkpoints.
     """
-    path = hub_folder(path) or os.fspath(path).rstrip("/") or "/"
+    folder = hub_folder(path)  # only an hf:// name goes to the Hub; anything else is a path
+    path = folder or os.fspath(path).rstrip("/") or "/"
+    if not (folder or tf.io.gfile.exists(path) or tf.io.gfile.exists(path + ".index")):
+        raise FileNotFoundError(
+            f"No checkpoint at {path}: no such file or folder (looked for a checkpoint folder, a .keras file "
+            f"or a TF checkpoint {path}.index). A Hugging Face Hub model is named with hf://, e.g. "
+            "hf://sentence-transformers/all-MiniLM-L6-v2."
+        )
     if tf.io.gfile.isdir(path):
         directory = path
         kind, weights = _folder_kind(path)
     elif path.endswith(".keras"):
-        if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(f"Checkpoint not found: {path}")
         directory, kind, weights = os.path.dirname(path), "keras", path
     else:
         weights = resolve_checkpoint_prefix(path)  # FileNotFoundError naming the path

@@ -6,8 +6,11 @@ from collections.abc import Sequence
 
 import keras
 import numpy as np
+import tensorflow as tf
+from absl import logging
 
 from keras_bert_lite.layers import ClassificationHead
+from keras_bert_lite.models import text_inputs
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.task_model import TextTaskModel
 from keras_bert_lite.text.preprocessor import BertPreprocessor
@@ -71,7 +74,10 @@ class BertClassifier(ClassificationTaskModel):
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or
-    `(text_a, text_b)` pairs (see `keras_bert_lite.models.text_inputs.text_dataset`).
+    `(text_a, text_b)` pairs (see `keras_bert_lite.models.text_inputs.text_dataset`). A text (or
+    pair) longer than the preprocessor's `seq_length` is truncated to its first word pieces (a
+    pair's longer text loses pieces first), as in the paper; the number truncated is logged as a
+    warning for texts in memory, and `preprocessor.count_truncated(texts)` counts them.
 
     Outputs:
         Calling the model and `predict`: float32 logits [batch, num_classes] (probabilities
@@ -108,9 +114,25 @@ class BertClassifier(ClassificationTaskModel):
         return encoder(inputs, output_positions=())["pooled_output"]
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
+        """As `TextTaskModel.text_batches`; texts longer than the preprocessor's `seq_length` are
+        truncated (their first pieces kept), and how many is logged as a warning for texts in
+        memory (`preprocessor.count_truncated(texts)` counts them too)."""
         if y is not None and self.label_names is not None:
             y = self._label_ids(y)
-        return super().text_batches(x, y, sample_weight, batch_size, shuffle)
+        batches = super().text_batches(x, y, sample_weight, batch_size, shuffle)
+        if not isinstance(x, tf.data.Dataset):
+            self._log_truncated(x)
+        return batches
+
+    def _log_truncated(self, x) -> None:
+        preprocessor, truncated, total = self.require_preprocessor(), 0, 0
+        for text, *_ in text_inputs.text_dataset(x, batch_size=1024):
+            truncated += preprocessor.count_truncated(text)
+            total += int(tf.shape(tf.nest.flatten(text)[0])[0])
+        if truncated:
+            logging.warning("%s: %d of %d texts have more word pieces than seq_length=%d holds and are truncated "
+                            "(the model sees their first pieces).", self.name, truncated, total,
+                            preprocessor.seq_length)
 
     def _label_ids(self, y):
         """Label names in `y` as class ids (ids stay as they are)."""

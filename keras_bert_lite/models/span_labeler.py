@@ -14,7 +14,7 @@ from keras_bert_lite.layers import SpanHead
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.losses import replica_share, span_loss
 from keras_bert_lite.models.task_model import TextTaskModel
-from keras_bert_lite.models.text_inputs import text_column
+from keras_bert_lite.models.text_inputs import holds_no_examples, text_column
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 _STRINGS = tf.TensorSpec([None], tf.string)
@@ -75,8 +75,8 @@ class BertSpanLabeler(TextTaskModel):
         per question in SQuAD's form: `{"text": str, "answer_start": int}` (the character offset
         of the answer in its context), the `datasets` form with lists of those (the first answer
         is the label), or None / empty lists for a question without an answer (SQuAD 2.0). Windows
-        follow the paper (`squad_features` with doc stride 128 and questions cut to 64 tokens, or
-        to half a shorter window).
+        follow the paper (`squad_features` with `window_layout`: doc stride 128 and questions cut
+        to 64 tokens, or to half a shorter window).
         """
         if sample_weight is not None:
             raise ValueError(f"{self.name}: sample_weight is not supported for (question, context) text.")
@@ -97,9 +97,8 @@ class BertSpanLabeler(TextTaskModel):
         examples = [parse_question(_question_entry(i, question, answer), context, True, bad)
                     for i, (question, context, answer) in enumerate(zip(questions, contexts, y))]
         preprocessor = self.require_preprocessor()
-        seq_length = preprocessor.seq_length
-        features = squad_features(examples, preprocessor.tokenizer, seq_length, doc_stride=min(128, seq_length // 2),
-                                  max_query_length=min(64, seq_length // 2))
+        features = squad_features(examples, preprocessor.tokenizer, preprocessor.seq_length,
+                                  **window_layout(preprocessor.seq_length))
         return squad_dataset(features, batch_size, is_training=shuffle)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -122,23 +121,33 @@ class BertSpanLabeler(TextTaskModel):
             batch_size: questions (and windows) per model call.
             **options: `max_query_length`, `doc_stride`, `n_best_size`, `max_answer_length`,
                 `version_2_with_negative`, `null_score_diff_threshold`: the fields of
-                `keras_bert_lite.data.squad.AnswerOptions` (the paper's defaults).
+                `keras_bert_lite.data.squad.AnswerOptions` (the paper's defaults), except that
+                `max_query_length` and `doc_stride` not given fit the preprocessor's
+                `seq_length` (`window_layout`: the paper's 64 and 128 from a 384 window on).
 
         Returns:
-            One dict per question: `answer` (the context's text, "" for no answer), `start` and
+            One dict per question (none for no questions): `answer` (the context's text, "" for no answer), `start` and
             `end` (character offsets in the context, end exclusive; -1 for no answer) and `score`
             (the span's start + end logit).
 
         Raises:
             ValueError: no preprocessor, texts that are not strings or lists of different lengths,
-                or windows too short for `max_query_length`.
+                or a `max_query_length` the windows cannot hold or a `doc_stride` < 1 (naming it).
         """
         preprocessor = self.require_preprocessor()
+        if holds_no_examples(questions) and holds_no_examples(contexts):
+            return []
         questions, contexts = text_column(questions, "questions"), text_column(contexts, "contexts")
         if questions.shape[0] != contexts.shape[0]:
             raise ValueError(f"{questions.shape[0]} questions but {contexts.shape[0]} contexts; give one context each.")
-        options = AnswerOptions(window_batch_size=batch_size, **options)
-        options.check(preprocessor.seq_length)
+        seq_length = preprocessor.seq_length
+        query_length = options.get("max_query_length")
+        if query_length is not None and not 0 < query_length <= seq_length - 4:
+            raise ValueError(f"{self.name}.predict_answers: max_query_length={query_length}, but windows of the "
+                             f"preprocessor's seq_length {seq_length} hold [CLS], the question, [SEP], some "
+                             f"context and [SEP]: max_query_length must be in [1, {seq_length - 4}].")
+        options = AnswerOptions(window_batch_size=batch_size, **{**window_layout(seq_length), **options})
+        options.check(seq_length)
         if options not in self._answer_functions:
             self._answer_functions[options] = tf.function(
                 lambda q, c: answer_questions(self, preprocessor.tokenizer, preprocessor.packer, q, c, options),
@@ -154,6 +163,13 @@ class BertSpanLabeler(TextTaskModel):
                                                    found["answer_end"].numpy(), found["score"].numpy())
             ]
         return results
+
+
+def window_layout(seq_length: int) -> dict[str, int]:
+    """The paper's SQuAD windows fitted to `seq_length`: `max_query_length` 64 and `doc_stride`
+    128, or half a shorter window (and room for [CLS], two [SEP] and one context token)."""
+    half = max(1, min(seq_length // 2, seq_length - 4))
+    return {"max_query_length": min(64, half), "doc_stride": min(128, half)}
 
 
 def _question_entry(index: int, question: str, answer) -> dict:

@@ -13,7 +13,7 @@ import tensorflow as tf
 from keras_bert_lite.models import text_inputs
 from keras_bert_lite.models.checkpoint_folder import from_checkpoint
 from keras_bert_lite.models.rebuild import EncoderTaskModel
-from keras_bert_lite.models.text_inputs import holds_text
+from keras_bert_lite.models.text_inputs import holds_no_examples, holds_text
 from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamW
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
@@ -201,7 +201,16 @@ class TextTaskModel(EncoderTaskModel):
         return super().evaluate(x, y, batch_size, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        """`keras.Model.predict`, also on raw text (as `fit`): what calling the model returns."""
+        """`keras.Model.predict`, also on raw text (as `fit`): what calling the model returns.
+
+        An empty batch (`[]`, a pair of empty lists, arrays with 0 rows) gives outputs with 0 rows
+        and the usual other dimensions, as the exported model serves it; `x=None` is an error.
+        """
+        if x is None:
+            raise ValueError(f"{self.name}.predict: x is None; pass texts, or a dict of token ids.")
+        if holds_no_examples(x):
+            features = x if isinstance(x, dict) else self.require_preprocessor()(tf.constant([], tf.string))
+            return keras.tree.map_structure(keras.ops.convert_to_numpy, self(features, training=False))
         if holds_text(x):
             x, batch_size = self.text_batches(x, batch_size=batch_size or 32), None
         return super().predict(x, batch_size, **kwargs)

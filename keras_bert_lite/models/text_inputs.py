@@ -46,6 +46,14 @@ def holds_text(x) -> bool:
     return any(_is_text(leaf) for leaf in tf.nest.flatten(x))
 
 
+def holds_no_examples(x) -> bool:
+    """Whether `x` is an empty batch: an empty list, a pair of empty lists, arrays, tensors or a
+    dict of them with 0 rows (not None, a dataset or a single text). Predictions on it are empty."""
+    if x is None or isinstance(x, tf.data.Dataset):
+        return False
+    return all(np.shape(leaf)[:1] == (0,) for leaf in tf.nest.flatten(x))
+
+
 def _is_text(leaf) -> bool:
     if isinstance(leaf, (str, bytes)):
         return True

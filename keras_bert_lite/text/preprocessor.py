@@ -106,6 +106,14 @@ class BertPreprocessor(TextLayer):
         segments = [self.tokenizer(t) for t in texts]
         return self.packer(segments if len(segments) > 1 else segments[0])
 
+    def count_truncated(self, inputs) -> int:
+        """How many examples of the batch `inputs` (texts [batch], or a tuple of them for pairs)
+        have more word pieces than `seq_length` holds with [CLS] and a [SEP] per segment: those
+        the packer cuts (the model sees only their first pieces)."""
+        texts = _as_string_segments(inputs)
+        pieces = sum(self.tokenizer(text).row_lengths() for text in texts)
+        return int(tf.reduce_sum(tf.cast(pieces + len(texts) + 1 > self.seq_length, tf.int32)))
+
     def compute_output_spec(self, inputs):
         return self.packer.compute_output_spec(inputs)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
+from absl import logging
 
 from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.config import read_bytes
@@ -20,6 +21,7 @@ _MAX_TOKEN_BYTES = 256
 _NEVER_MATCHES = "\ufffd"
 
 _BATCH_SIZE = 1024
+_SHORT_FRACTION = 0.95  # the learner aims for 95-100 % of vocab_size; fewer means the corpus ran out
 _BLANK = r"[\s\p{Z}]*"
 
 
@@ -139,7 +141,8 @@ def build_vocab(
     Args:
         corpus: an iterable of strings (e.g. lines or sentences) or a `tf.data.Dataset` of scalar
             tf.string elements.
-        vocab_size: the maximum vocabulary size (the learner aims for 95-100 % of it).
+        vocab_size: the maximum vocabulary size (the learner aims for 95-100 % of it; a corpus
+            yielding fewer than 95 % is logged as a warning with the size reached).
         lower_case: `True` for an uncased vocabulary.
         reserved_tokens: tokens placed first, in this order (ids 0, 1, ...).
         output_file: if given, the vocabulary is written there (atomically), one token per line.
@@ -192,6 +195,10 @@ def build_vocab(
         # The text is already normalised; only split it into words.
         bert_tokenizer_params={"lower_case": False},
     )
+    if len(vocab) < _SHORT_FRACTION * vocab_size:
+        logging.warning("build_vocab: the corpus yields %d tokens, fewer than vocab_size=%d: it has too few "
+                        "distinct words and characters for more; more text gives a larger vocabulary.",
+                        len(vocab), vocab_size)
     if output_file:
         write_text_atomically(output_file, "".join(token + "\n" for token in vocab))
     return vocab

@@ -30,6 +30,7 @@ CHECKPOINT_SUBDIR = "checkpoints"
 SUMMARY_SUBDIR = os.path.join("summaries", "train")
 EVAL_SUMMARY_SUBDIR = os.path.join("summaries", "eval")
 EVALUATIONS_FILE = "evaluations.json"
+SCHEDULE_FILE = "schedule.json"  # the run's num_train_steps and learning-rate schedule, to tell a changed resume
 _PROGRESS_STATS = ("loss", "mlm_accuracy", "nsp_accuracy")
 # TensorBoard's scalar-plugin metadata, so scalars are written without the tensorboard package.
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -58,7 +59,9 @@ def run_pretraining(
     `evaluate_fn`, the model is evaluated every `eval_every_steps` steps and at the end, and
     the evaluation's scalars go to `summaries/eval` (next to `summaries/train`, so TensorBoard
     draws held-out and training curves of the same name in one chart) and to
-    `evaluations.json`, from which a resumed run takes the evaluations up to its checkpoint.
+    `evaluations.json`, from which a resumed run takes the evaluations up to its checkpoint. A
+    run resumed with another `num_train_steps` or learning-rate schedule than the run before
+    (recorded in `schedule.json`) says so in a logged warning.
     Loops are cut to land on those steps. A run that resumes at `num_train_steps` trains
     nothing and evaluates once, so a rerun of a finished (or killed after its last checkpoint)
     run returns the same final evaluation.
@@ -110,6 +113,7 @@ def run_pretraining(
         loop.global_step, iterator=iterator, max_to_keep=keep_checkpoint_max,
     )
     start = checkpoints.restore()
+    _record_schedule(model_dir, loop.optimizer, num_train_steps, start, chief)
     if start and not checkpoints.saves_iterator:
         iterator = iter(loop.distribute(lambda context: dataset_fn(context, start)))
     writer, eval_writer = (
@@ -181,6 +185,27 @@ def run_pretraining(
     if evaluate_fn is not None:
         result["evaluations"] = evaluations
     return result
+
+
+def _record_schedule(model_dir: str, optimizer: keras.optimizers.Optimizer, num_train_steps: int, start: int,
+                     chief: bool) -> None:
+    """Logs a warning when a run resumed at `start` has another `num_train_steps` or learning-rate
+    schedule than the run that wrote its checkpoints (from `SCHEDULE_FILE`), and records this run's."""
+    path = os.path.join(model_dir, SCHEDULE_FILE)
+    schedule = json.loads(json.dumps({"num_train_steps": num_train_steps,
+                                      "learning_rate": optimizer.get_config().get("learning_rate")}, default=str))
+    before = None
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            before = json.load(f)
+    changes = [f"{name} {json.dumps(before.get(name))} -> {json.dumps(value)}"
+               for name, value in schedule.items() if before is not None and before.get(name) != value]
+    if start and changes:
+        logging.warning("Resuming at step %d with a changed schedule (%s): from step %d on, the learning rate "
+                        "follows the new schedule, not the one the checkpoint was trained with.",
+                        start, "; ".join(changes), start + 1)
+    if chief and before != schedule:  # a rerun of the same run leaves the folder as it is
+        write_text_atomically(path, json.dumps(schedule, indent=1) + "\n")
 
 
 def _write_scalars(writer, scalars: dict[str, float], step: int) -> None:

@@ -104,3 +104,30 @@ def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path, real
     if tf_startup.cuda_driver_missing():
         assert "cuInit" not in run.stderr
     assert not list(tmp_path.iterdir())
+
+
+BUILD_VOCAB = ROOT / "tpu" / "build_vocab.py"
+
+
+@pytest.mark.slow
+def test_build_vocab_learns_a_vocabulary_from_text_files(corpus_file, tmp_path, capfd):
+    from keras_bert_lite.text.tokenizer import BertTokenizer
+
+    output = tmp_path / "out" / "vocab.txt"
+    code, _, stderr = scripts.run_script(BUILD_VOCAB, capfd, f"--input_file={corpus_file}", f"--output_file={output}",
+                                         "--vocab_size=400")
+    assert code == 0, stderr[-3000:]
+    tokens = output.read_text().splitlines()
+    assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and 0.95 * 400 <= len(tokens) <= 400
+    assert re.search(r"Read \d+ lines from .*corpus\.txt", stderr) and f"Wrote {len(tokens)} tokens" in stderr
+    assert BertTokenizer(str(output))(["the documentation"]).flat_values.shape[0] >= 2  # loads and tokenizes
+    assert "fewer than vocab_size" not in stderr
+    code, _, stderr = scripts.run_script(BUILD_VOCAB, capfd, f"--input_file={corpus_file}", f"--output_file={output}",
+                                         "--vocab_size=100000", "--max_lines=50")
+    assert code == 0 and "fewer than vocab_size=100000" in stderr
+    for argv, expected in (
+        ([f"--input_file={tmp_path}/none*.txt"], r"Input pattern '.*none\*\.txt' matches no file"),
+        ([f"--input_file={corpus_file}", f"--output_file={tmp_path}"], r"--output_file: .* is an existing folder"),
+        ([f"--input_file={tmp_path}"], r"--input_file: .* is a folder, expected text files"),
+    ):
+        assert re.search(expected, scripts.one_error(BUILD_VOCAB, capfd, *argv)), argv

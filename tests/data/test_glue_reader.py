@@ -194,3 +194,27 @@ def test_a_bad_line_is_named_or_skipped_alone(tmp_path_factory, generated, data,
         read_glue_tsv(path, task)
     if len(rows) > 1:
         _check(read_glue_tsv(path, task, on_error="skip"), rows[:bad] + rows[bad + 1 :], first_line, task)
+
+
+def test_your_own_csv_and_tsv_files_with_string_labels(tmp_path):
+    from keras_bert_lite.data.glue import read_classification_file
+
+    pairs = tmp_path / "pairs.csv"  # quoted fields with commas and a line break, as pandas writes them
+    pairs.write_text('id,first,second,same\n1,"Ann, at home","Ann is\nhome",yes\n2,rain,"sun, all day",no\n\n'
+                     '3,snow,ice,yes\n')
+    data, labels = read_classification_file(pairs, ["first", "second"], "same")
+    assert labels == ("no", "yes")  # the file's labels, sorted
+    assert data.text_a == ["Ann, at home", "rain", "snow"] and data.text_b == ["Ann is\nhome", "sun, all day", "ice"]
+    assert data.labels.tolist() == [1, 0, 1] and data.ids == ["line 3", "line 4", "line 6"]  # lines where rows end
+    tsv = tmp_path / "reviews.tsv"
+    tsv.write_text("sentence\tlabel\na warm film\tpos\ndull\tneg\nso-so\t\nfine\tmeh\n")
+    with pytest.raises(ValueError, match=r"reviews.tsv, line 4: empty label"):
+        read_classification_file(tsv, ["sentence"], "label")
+    data, labels = read_classification_file(tsv, ["sentence"], "label", labels=["neg", "pos"], on_error="skip")
+    assert labels == ("neg", "pos") and data.labels.tolist() == [1, 0] and data.text_b is None
+    unlabelled, labels = read_classification_file(tsv, ["sentence"])
+    assert labels is None and unlabelled.labels is None and len(unlabelled) == 4
+    with pytest.raises(ValueError, match=r"line 1: the header \['sentence', 'label'\] has no column 'text'"):
+        read_classification_file(tsv, ["text"], "label")
+    with pytest.raises(FileNotFoundError, match="Classification file not found: .*none.csv"):
+        read_classification_file(tmp_path / "none.csv", ["text"], "label")

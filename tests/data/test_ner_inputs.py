@@ -69,3 +69,17 @@ def test_tag_inputs_works_on_raw_ragged_words(preprocessor):
 def test_unknown_tag_in_memory_is_an_error(preprocessor):
     with pytest.raises(ValueError, match="line 7: tag 'B-FOO'"):
         ner_dataset([TaggedSentence(["x"], ["B-FOO"], 7)], preprocessor, CONLL2003_TAGS, 1, False)
+
+
+def test_word_windows_cover_every_word_once_with_the_most_context():
+    from keras_bert_lite.data.ner.inputs import word_windows
+
+    windows = word_windows([1] * 10, max_pieces=4, stride=2)
+    assert [(first, end) for first, end, _ in windows] == [(0, 4), (2, 6), (4, 8), (6, 10)]
+    assert [labels.tolist() for *_, labels in windows] == [[True, True, True, False], [False, True, True, False],
+                                                           [False, True, True, False], [False, True, True, True]]
+    # A word longer than a window is read alone (truncated); windows start at words, never skipping one.
+    windows = word_windows([1, 3, 1, 1, 5, 1], max_pieces=4, stride=2)
+    assert [(first, end) for first, end, _ in windows] == [(0, 2), (2, 4), (4, 5), (5, 6)]
+    assert all(labels.all() for *_, labels in windows)
+    assert [(first, end) for first, end, _ in word_windows([], 4, 2)] == [(0, 0)]

@@ -24,6 +24,7 @@ def bad_files(tmp_path):
     (glue / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
     folder_glue = tmp_path / "folder_glue"
     (folder_glue / "train.tsv").mkdir(parents=True)
+    (tmp_path / "own.csv").write_text('text,sentiment\n"good, really",pos\nbad,neg\nso-so,meh\n')
     (tmp_path / "squad.json").write_text('{"version": "1.1", "data": [')
     (tmp_path / "conll.txt").write_text("-DOCSTART- -X- -X- O\n\nAnna NNP B-NP\n")
     return tmp_path
@@ -33,6 +34,8 @@ def bad_files(tmp_path):
 # `{vocab}` the real vocabulary, `{fixtures}` tests/fixtures. Every script but extract_features also
 # gets --output_dir={tmp}/out.
 SST2 = ["--task_name=sst2", "--vocab_file={vocab}", "--preset=tiny"]
+OWN = ["--vocab_file={vocab}", "--preset=tiny", "--train_file={tmp}/own.csv", "--eval_file={tmp}/own.csv",
+       "--label_column=sentiment"]
 SQUAD = ["--vocab_file={vocab}", "--preset=tiny", "--predict_file={fixtures}/squad/dev-v1.1.json"]
 NER = ["--vocab_file={vocab}", "--preset=tiny", "--dev_file={fixtures}/conll/dev.txt"]
 FEATURES = ["--vocab_file={vocab}", "--preset=tiny", "--output_file={tmp}/out/features.jsonl"]
@@ -48,7 +51,14 @@ CASES = [
     ("run_classifier.py", [*SST2, "--data_dir={tmp}/glue", "--num_train_epochs=x"],
      r"^flag --num_train_epochs=x: "),
     ("run_classifier.py", ["--data_dir={tmp}/glue"],
-     r"^flag --task_name=None: Flag --task_name must have a value"),
+     r"^Give --task_name and --data_dir \(a GLUE task\), or --train_file, --eval_file, --text_columns and "
+     r"--label_column \(your own data\); missing: --train_file, --eval_file, --text_columns, --label_column\.$"),
+    ("run_classifier.py", [*OWN, "--text_columns=review"], r"^{tmp}/own\.csv, line 1: the header \['text', "
+     r"'sentiment'\] has no column 'review'\.$"),
+    ("run_classifier.py", [*OWN, "--text_columns=text", "--label_names=neg,pos"],
+     r"^{tmp}/own\.csv, line 4: label 'meh' is not one of \['neg', 'pos'\]\.$"),
+    ("run_classifier.py", [*OWN, "--text_columns=text", "--task_name=sst2"], r"^--task_name reads the GLUE files "
+     r"of --data_dir; drop --train_file, --eval_file, --text_columns, --label_column\.$"),
     ("run_squad.py", [*SQUAD, "--train_file={tmp}/none.json"], r"{tmp}/none\.json"),
     ("run_squad.py", [*SQUAD, "--train_file={tmp}/folder.txt"], r"{tmp}/folder\.txt"),
     ("run_squad.py", [*SQUAD, "--train_file={tmp}/squad.json"], r"{tmp}/squad\.json"),

@@ -140,7 +140,7 @@ def test_bad_input_fails_with_one_clear_line(tmp_path, tiny_hf_dir, minilm_dir, 
             "unexpected arguments: extra (flags are --name=value).",
         (f"--input={minilm_dir}", f"--output={out}", "--output_format=google"):
             f"--input {minilm_dir} uses the exact (erf) GELU, which Google's original code does not have: pass "
-            "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see the README), or convert "
+            "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see docs/interop.md), or convert "
             "with --output_format=hf.",
         (f"--input={no_vocab}", f"--output={out}", "--output_format=google"):
             f"--input {no_vocab} has no vocab.txt: pass --vocab_file so that the google output folder is complete.",

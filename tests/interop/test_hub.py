@@ -3,6 +3,7 @@ layout huggingface_hub reads (`models--org--name/snapshots/<commit>/`, `refs/<br
 
 import os
 import shutil
+import socket
 import sys
 
 import huggingface_hub
@@ -76,7 +77,7 @@ def test_a_hub_name_loads_the_same_encoder_as_its_folder(hub, minilm_dir, minilm
         np.testing.assert_array_equal(ours.numpy(), reference.numpy())
 
 
-@pytest.mark.parametrize("name", [NAME, f"hf://{NAME}", f"{NAME}@v1", f"hf://{NAME}@{COMMIT}"])
+@pytest.mark.parametrize("name", [f"hf://{NAME}", f"hf://{NAME}@v1", f"hf://{NAME}@{COMMIT}"])
 def test_name_forms_find_the_cache_snapshot(hub, name):
     folder = find_checkpoint(name)
     assert (folder.kind, folder.directory) == ("hugging_face", str(hub["snapshot"]))
@@ -107,9 +108,6 @@ def test_a_name_neither_cached_nor_reachable_is_one_error_naming_it(hub):
     for part in ("org/missing at revision v2", "no config.json", str(hub["cache"]), "HF_HUB_OFFLINE"):
         assert part in message
     assert hub["requested"] == ["config.json"]  # one look-up, not one per file
-    with pytest.raises(FileNotFoundError, match="No file or folder org/missing; as a Hugging Face Hub name: model "
-                                                "org/missing at revision main: no config.json"):
-        from_checkpoint("org/missing")
 
 
 def test_local_paths_stay_local(hub, minilm_dir, tmp_path, monkeypatch):
@@ -118,13 +116,39 @@ def test_local_paths_stay_local(hub, minilm_dir, tmp_path, monkeypatch):
     (tmp_path / "local" / "minilm").symlink_to(minilm_dir)
     folder = find_checkpoint("local/minilm")  # the "org/name" form, but a local folder
     assert folder.directory == "local/minilm" and hub["requested"] == []
-    for path in ("local/minilm", tmp_path / "org" / "name", "gs://bucket/uncased_L-2_H-128_A-2", "/no/such/path"):
+    for path in ("local/minilm", NAME, tmp_path / "org" / "name", "gs://bucket/uncased_L-2_H-128_A-2", "/no/such/path"):
         assert hub_folder(path) is None, path
+
+
+@pytest.fixture
+def counting_hub(monkeypatch):
+    """The Hub client as a counting stub, online mode, and no network: any socket connection fails."""
+    calls = []
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *args, **kwargs: calls.append(args))
+
+    def no_network(*args, **kwargs):
+        raise AssertionError(f"a connection was opened: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    return calls
+
+
+@pytest.mark.parametrize("path", ["out/mine_typo", "all-MiniLM-L6-v3", NAME, f"{NAME}@main"])
+def test_a_missing_local_path_fails_at_once_naming_it_without_asking_the_hub(counting_hub, tmp_path, monkeypatch,
+                                                                              path):
+    monkeypatch.chdir(tmp_path)
+    for load in (find_checkpoint, from_checkpoint, lambda p: BertClassifier.from_checkpoint(p, num_classes=2)):
+        with pytest.raises(FileNotFoundError) as error:
+            load(path)
+        message = str(error.value)
+        assert message.startswith(f"No checkpoint at {path}: no such file or folder"), message
+        assert f"{path}.index" in message and ".keras" in message and "hf://" in message
+    assert counting_hub == []
 
 
 def test_without_huggingface_hub_the_error_says_how_to_install_it(hub, monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as if not installed
-    with pytest.raises(ImportError, match=r"No file or folder org/name; .*pip install keras_bert_lite\[hub\]"):
-        find_checkpoint("org/name")
-    with pytest.raises(ImportError, match=rf"loading {NAME} from the Hugging Face Hub needs huggingface_hub"):
+    with pytest.raises(ImportError, match=rf"Loading {NAME} from the Hugging Face Hub needs huggingface_hub: "
+                                          r"pip install keras_bert_lite\[hub\]"):
         from_checkpoint(f"hf://{NAME}")

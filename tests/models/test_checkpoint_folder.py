@@ -130,7 +130,7 @@ def test_a_lower_case_that_contradicts_the_vocabulary_is_a_warning(folders, capl
 def test_errors_name_the_path(tmp_path, folders):
     with pytest.raises(FileNotFoundError, match="missing_folder"):
         find_checkpoint(tmp_path / "missing_folder")
-    with pytest.raises(FileNotFoundError, match=r"Checkpoint not found: .*nothing.keras"):
+    with pytest.raises(FileNotFoundError, match=r"No checkpoint at .*nothing.keras: no such file or folder"):
         find_checkpoint(tmp_path / "nothing.keras")
     stray = tmp_path / "stray"
     stray.mkdir()

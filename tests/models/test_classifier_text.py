@@ -156,6 +156,24 @@ def test_id_inputs_still_work_and_text_needs_a_preprocessor(clf):
         bare.predict(TEXTS, verbose=0)
 
 
+def test_truncation_is_counted_and_logged_and_empty_input_gives_empty_outputs(clf, caplog):
+    long_text = " ".join(["a warm, funny film."] * 3)  # 15 pieces: more than seq_length 12 holds
+    assert clf.preprocessor.count_truncated(tf.constant([long_text, TEXTS[0]])) == 1
+    pair = (tf.constant(["a film.", "a film."]), tf.constant(["dull and slow, a warm", "dull and slow, a warm film"]))
+    assert clf.preprocessor.count_truncated(pair) == 1  # 3 + 6 + 3 pieces fit in 12, 3 + 7 + 3 do not
+    with caplog.at_level("WARNING"):
+        clf.predict([long_text, TEXTS[0], long_text], verbose=0)
+    assert "bert_classifier: 2 of 3 texts have more word pieces than seq_length=12 holds" in caplog.text
+    caplog.clear()
+    clf.predict(TEXTS, verbose=0)
+    assert "truncated" not in caplog.text
+    for empty in ([], np.array([], object), ([], [])):
+        assert clf.predict(empty).shape == (0, 2) and clf.predict(empty).dtype == np.float32
+        assert clf.predict_labels(empty) == []
+    with pytest.raises(ValueError, match="x is None"):
+        clf.predict_labels(None)
+
+
 @pytest.mark.slow
 def test_one_keras_file_predicts_on_strings_in_a_fresh_process(clf, tmp_path):
     path = tmp_path / "clf.keras"

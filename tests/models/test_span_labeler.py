@@ -56,3 +56,47 @@ def test_missing_labels_are_a_clear_error():
     model.compile(optimizer="adam")
     with pytest.raises(KeyError, match="start_positions"):
         model.fit(_inputs(), {"start": np.zeros(4)}, verbose=0)
+
+
+@pytest.fixture(scope="module")
+def qa(tmp_path_factory):
+    """A span labeler on strings with 16-token windows: too short for the paper's 64-token questions."""
+    from keras_bert_lite.text.preprocessor import BertPreprocessor
+
+    vocab = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "?", "ann",
+                                "did", "in", "1990", "."]) + "\n")
+    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=14, num_hidden_layers=1, max_position_embeddings=16))
+    return BertSpanLabeler(encoder, preprocessor=BertPreprocessor(str(vocab), seq_length=16))
+
+
+def test_window_layout_fits_the_papers_to_the_sequence_length():
+    from keras_bert_lite.models.span_labeler import window_layout
+
+    assert window_layout(384) == {"max_query_length": 64, "doc_stride": 128}
+    assert window_layout(128) == {"max_query_length": 64, "doc_stride": 64}
+    assert window_layout(16) == {"max_query_length": 8, "doc_stride": 8}
+    assert window_layout(6) == {"max_query_length": 2, "doc_stride": 2}  # room for [CLS], [SEP], a token, [SEP]
+
+
+@pytest.mark.slow
+def test_predict_answers_defaults_fit_the_model_and_errors_name_the_users_argument(qa):
+    questions, contexts = ["Who wrote it?"], ["Ann did it in 1990. " * 3]
+    found = qa.predict_answers(questions, contexts)  # the paper's 64-token questions would not fit
+    assert found == qa.predict_answers(questions, contexts, max_query_length=8, doc_stride=8)
+    assert contexts[0][found[0]["start"] : found[0]["end"]] == found[0]["answer"]
+    with pytest.raises(ValueError, match=r"max_query_length=13, but windows of the preprocessor's seq_length 16 .* "
+                                         r"must be in \[1, 12\]"):
+        qa.predict_answers(questions, contexts, max_query_length=13)
+    with pytest.raises(ValueError, match="doc_stride must be positive, got 0"):
+        qa.predict_answers(questions, contexts, doc_stride=0)
+
+
+def test_empty_input_gives_empty_results_of_the_right_shape(qa):
+    assert qa.predict_answers([], []) == []
+    outputs = qa.predict([])
+    assert {name: value.shape for name, value in outputs.items()} == {"start_logits": (0, 16), "end_logits": (0, 16)}
+    ids = {name: np.zeros((0, 16), "int32") for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    assert qa.predict(ids)["start_logits"].shape == (0, 16)
+    with pytest.raises(ValueError, match="x is None"):
+        qa.predict(None)

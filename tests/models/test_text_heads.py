@@ -89,7 +89,7 @@ def test_token_classifier_fits_word_lists_and_finds_entities_with_character_offs
     tagger.classifier.dense.set_weights([np.zeros_like(kernel), bias])
     text = "  Angela Merkel\tvisited Paris. "
     (entities,) = tagger.predict_entities([text])
-    assert [(e["entity"], e["start"], e["end"], e["text"]) for e in entities] == [("PER", 2, 30, text[2:30])]  # "Paris." is one word
+    assert [(e["entity"], e["start"], e["end"], e["text"]) for e in entities] == [("PER", 2, 30, text[2:30])]
     assert entities[0]["score"] == pytest.approx(1.0)
     # The same head with a softmax output: probabilities from predict, the same entities.
     softmax = BertTokenClassifier(encoder, num_classes=len(CONLL2003_TAGS), label_names=CONLL2003_TAGS,
@@ -114,6 +114,7 @@ def test_feature_extractor_predicts_on_strings_as_on_their_ids(parts):
     ids = preprocessor(tf.constant(texts))
     np.testing.assert_allclose(features, extractor.predict(ids, verbose=0), atol=1e-6)  # same graph, float32
     np.testing.assert_allclose(features, extractor(ids), atol=1e-6)
+    assert extractor.predict([]).shape == (0, 24, encoder.config.hidden_size)  # an empty batch, as served
 
 
 @pytest.mark.slow

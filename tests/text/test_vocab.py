@@ -104,3 +104,10 @@ def test_learned_vocabularies_always_load_and_cover_their_corpus(tmp_path):
         tokenizer(tf.constant(corpus))
 
     check()
+
+
+def test_a_corpus_too_small_for_vocab_size_is_logged(caplog):
+    with caplog.at_level("WARNING"):
+        vocab = build_vocab(["The cat sat on the mat.", "A dog sat too."], vocab_size=1000)
+    assert len(vocab) < 950
+    assert f"build_vocab: the corpus yields {len(vocab)} tokens, fewer than vocab_size=1000" in caplog.text

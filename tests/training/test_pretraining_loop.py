@@ -224,3 +224,17 @@ def test_periodic_evaluation_and_the_last_learning_rate(jobs, tmp_path):
     assert result["learning_rate"] == pytest.approx(float(WarmupLinearDecay(1e-2, 6, 2)(5)), rel=1e-6)
     with pytest.raises(ValueError, match="eval_every_steps must be >= 0"):
         run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), 6, str(tmp_path), eval_every_steps=-1)
+
+
+@pytest.mark.slow
+def test_a_resume_with_a_changed_schedule_is_logged(jobs, tmp_path, caplog):
+    examples = jobs.synthetic_examples(48)
+    for num_train_steps, warned in ((3, False), (3, False), (5, True)):  # a run, its rerun, a longer run
+        loop = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=num_train_steps)
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            run_pretraining(loop, jobs.dataset_fn(examples, 8), num_train_steps=num_train_steps,
+                            model_dir=str(tmp_path), steps_per_loop=3, save_checkpoints_steps=3, progress=False)
+        assert ("Resuming at step 3 with a changed schedule (num_train_steps 3 -> 5; learning_rate" in caplog.text
+                and "from step 4 on, the learning rate follows the new schedule" in caplog.text) is warned, caplog.text
+    assert json.loads((tmp_path / "schedule.json").read_text())["num_train_steps"] == 5

@@ -11,5 +11,10 @@ Example:
 
 from keras_bert_lite.data.glue.dataset import check_labels, classification_dataset
 from keras_bert_lite.data.glue.metrics import f1_binary, glue_metrics, matthews_corrcoef, pearson, spearman
-from keras_bert_lite.data.glue.reader import ClassificationData, ClassificationExample, read_glue_tsv
+from keras_bert_lite.data.glue.reader import (
+    ClassificationData,
+    ClassificationExample,
+    read_classification_file,
+    read_glue_tsv,
+)
 from keras_bert_lite.data.glue.tasks import GLUE_TASKS, GlueTask, get_glue_task

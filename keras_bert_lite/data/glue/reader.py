@@ -1,12 +1,15 @@
-"""Reading GLUE TSV files (tab separated, no quoting, as distributed) into `ClassificationData`
-(examples: the `glue` package docstring and `ClassificationData`'s)."""
+"""Reading GLUE TSV files (tab separated, no quoting, as distributed), and your own CSV or TSV
+files of labelled texts (`read_classification_file`), into `ClassificationData` (examples: the
+`glue` package docstring and `ClassificationData`'s)."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -157,3 +160,79 @@ def _parse_label(value: str, task: GlueTask) -> int | float | str:
     if value not in task.labels:
         return f"label {value!r} is not one of {list(task.labels)}."
     return task.labels.index(value)
+
+
+def read_classification_file(
+    path: str | os.PathLike,
+    text_columns: Sequence[str],
+    label_column: str | None = None,
+    labels: Sequence[str] | None = None,
+    on_error: str = "raise",
+) -> tuple[ClassificationData, tuple[str, ...] | None]:
+    """Reads your own labelled texts: a CSV or TSV file with a header line naming its columns.
+
+    A `.csv` file is comma separated with quoted fields where needed (as Excel and pandas write
+    it); any other is tab separated (quotes as in Excel's tab-separated files). Labels are
+    strings (any column values), made class ids by their place in `labels`.
+
+    Args:
+        path: the file (local or any `tf.io.gfile` path), UTF-8.
+        text_columns: the header names of the text (one column) or the text pair (two).
+        label_column: the header name of the labels; None for unlabelled texts.
+        labels: the label values in class-id order; None takes the file's distinct labels, sorted.
+        on_error: "raise" at the first bad line, or "skip" it with a logged warning. Bad lines:
+            too few columns, an empty label or one not in `labels`.
+
+    Returns:
+        (data, labels): `ClassificationData` (int32 class ids, ids "line N"), and the labels in
+        class-id order (None without `label_column`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: naming the file (and line) of text that is not UTF-8, a header without a
+            named column, a bad line (on_error="raise"), or a file with no usable example.
+    """
+    if not 1 <= len(text_columns) <= 2:
+        raise ValueError(f"text_columns must name one column (texts) or two (text pairs), got {list(text_columns)}.")
+    path, data = read_bytes(path, "Classification file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
+    rows = csv.reader(io.StringIO(text, newline=""), csv.excel if path.lower().endswith(".csv") else csv.excel_tab)
+    header = next(rows, None)
+    if not header:
+        raise ValueError(f"{path}: empty file, expected a header line naming the columns.")
+    columns = [*text_columns, *([label_column] if label_column is not None else [])]
+    for column in columns:
+        if column not in header:
+            raise ValueError(f"{path}, line 1: the header {header} has no column {column!r}.")
+    text_idx = [header.index(column) for column in text_columns]
+    label_idx = header.index(label_column) if label_column is not None else None
+    needed = max(header.index(column) for column in columns) + 1
+    bad = BadRecords(path, on_error)
+    texts: list[list[str]] = [[] for _ in text_idx]
+    values, ids = [], []
+    for row in rows:
+        line = rows.line_num
+        if not row:
+            continue
+        if len(row) < needed:
+            bad(line, f"expected at least {needed} columns, found {len(row)}.")
+            continue
+        if label_idx is not None:
+            value = row[label_idx].strip()
+            if not value or (labels is not None and value not in labels):
+                bad(line, f"label {value!r} is not one of {list(labels)}." if value else "empty label.")
+                continue
+            values.append(value)
+        for column, index in zip(texts, text_idx):
+            column.append(row[index])
+        ids.append(f"line {line}")
+    if not ids:
+        raise ValueError(f"{path}: no usable examples ({len(bad.messages)} bad lines skipped).")
+    if label_idx is not None and labels is None:
+        labels = sorted(set(values))
+    class_ids = None if label_idx is None else np.array([list(labels).index(v) for v in values], "int32")
+    return (ClassificationData(texts[0], texts[1] if len(texts) > 1 else None, class_ids, ids),
+            None if labels is None else tuple(labels))

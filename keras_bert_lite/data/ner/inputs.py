@@ -33,11 +33,16 @@ def tag_inputs(words: tf.RaggedTensor, tokenizer, packer) -> tuple[dict, tf.Ragg
         words cut off by truncation.
     """
     pieces = tokenizer(words.flat_values)
-    empty = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
-    unk = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(empty)], tf.constant(tokenizer.unk_id, pieces.dtype)), empty
-    )
-    pieces = tf.concat([pieces, unk], axis=1)
+    # A word without pieces takes [UNK] (appended to the flat pieces) by one gather: a ragged concat
+    # along axis 1 would make oneDNN log a false "DT_INT64" error on CPUs without AVX-512.
+    lengths = pieces.row_lengths()
+    kept = tf.maximum(lengths, 1)
+    rows = tf.repeat(tf.range(tf.size(kept, tf.int64)), kept)
+    offsets = tf.range(tf.reduce_sum(kept)) - tf.gather(tf.cumsum(kept, exclusive=True), rows)
+    source = tf.where(tf.gather(lengths, rows) > 0, tf.gather(pieces.row_starts(), rows) + offsets,
+                      tf.size(pieces.flat_values, tf.int64))
+    unk = tf.constant([tokenizer.unk_id], pieces.dtype)
+    pieces = tf.RaggedTensor.from_row_lengths(tf.gather(tf.concat([pieces.flat_values, unk], 0), source), kept)
     features = packer(tf.RaggedTensor.from_row_splits(pieces, words.row_splits))
     counts = tf.cast(pieces.row_lengths(), tf.int32)
     first = words.with_flat_values(counts)
@@ -126,3 +131,38 @@ def predicted_tags(logits: np.ndarray, positions: list[np.ndarray], tags: Sequen
         [tags[ids[n, p]] if p >= 0 else "O" for p in sentence_positions]
         for n, sentence_positions in enumerate(positions)
     ]
+
+
+def word_windows(piece_counts: Sequence[int], max_pieces: int, stride: int) -> list[tuple[int, int, np.ndarray]]:
+    """Overlapping windows over a sentence's words for texts longer than the model's sequence, and
+    which window labels each word (as SQuAD's doc-stride windows and "max context" rule).
+
+    Args:
+        piece_counts: the number of word pieces of each word (at least 1).
+        max_pieces: pieces a window holds (the sequence length less [CLS] and [SEP]).
+        stride: pieces from one window's start to the next (each window starts at a word: the
+            first at least `stride` pieces on, but never past the previous window's end).
+
+    Returns:
+        One `(first, end, labels)` per window: its words `[first, end)` (all that fit; a word
+        longer than `max_pieces` alone, truncated) and a bool [end - first] mask of the words it
+        labels: each word once, in the window where it has the most context on its nearer side.
+    """
+    starts = np.concatenate([[0], np.cumsum(piece_counts, dtype="int64")])
+    num_words, ranges, first = len(piece_counts), [], 0
+    while True:
+        end = int(np.searchsorted(starts, starts[first] + max_pieces, side="right")) - 1
+        end = min(max(end, first + 1), num_words)
+        ranges.append((first, end))
+        if end >= num_words:
+            break
+        first = min(max(int(np.searchsorted(starts, starts[first] + stride)), first + 1), end)
+    best = np.full(num_words, -1)
+    best_score = np.full(num_words, -np.inf)
+    for index, (first, end) in enumerate(ranges):
+        words = np.arange(first, end)
+        context = np.minimum(starts[words] - starts[first], starts[end] - starts[words + 1])
+        score = context + 0.01 * (starts[end] - starts[first])  # ties: the longer window (as SQuAD's)
+        better = score > best_score[words]
+        best[words[better]], best_score[words[better]] = index, score[better]
+    return [(first, end, best[first:end] == index) for index, (first, end) in enumerate(ranges)]
