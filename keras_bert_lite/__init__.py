@@ -34,6 +34,7 @@ from keras_bert_lite.layers import (
     ClassificationHead,
     MaskedLMHead,
     NextSentenceHead,
+    SentencePooling,
     SpanHead,
     TransformerEncoderBlock,
 )
@@ -42,6 +43,7 @@ from keras_bert_lite.models import (
     BertEncoder,
     BertFeatureExtractor,
     BertPretrainer,
+    BertSentenceEncoder,
     BertSpanLabeler,
     BertTokenClassifier,
     pretraining_losses,
