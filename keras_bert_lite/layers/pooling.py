@@ -9,7 +9,7 @@ from keras import ops
 
 from keras_bert_lite.layers.base import ConfigLayer
 
-# sentence-transformers' modes, in the order it concatenates them when several are on.
+# sentence-transformers' modes.
 POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
 
 
@@ -21,7 +21,7 @@ class SentencePooling(ConfigLayer):
     "cls" the first token's vector; "max" the element-wise maximum over real tokens; "mean" their
     mean (the sum over max(count, 1e-9)); "mean_sqrt_len_tokens" the sum over sqrt(count);
     "weightedmean" the mean weighted by position (1, 2, ...); "lasttoken" the last real token's
-    vector. Several modes are concatenated in `POOLING_MODES` order, as sentence-transformers does.
+    vector. Several modes are concatenated in the order given, as sentence-transformers does.
 
     Args:
         modes: one mode name or a sequence of them (each at most once), from `POOLING_MODES`.
@@ -48,7 +48,7 @@ class SentencePooling(ConfigLayer):
         unknown = [mode for mode in modes if mode not in POOLING_MODES]
         if unknown or not modes or len(set(modes)) != len(modes):
             raise ValueError(f"SentencePooling: modes must name some of {POOLING_MODES} once each, got {list(modes)}.")
-        self.modes = tuple(mode for mode in POOLING_MODES if mode in modes)
+        self.modes = modes
 
     def call(self, sequence_output, input_mask):
         tokens = ops.cast(sequence_output, "float32")
