@@ -22,6 +22,9 @@ import tensorflow as tf
 
 MODULES_NAME = "modules.json"
 SENTENCE_BERT_CONFIG_NAME = "sentence_bert_config.json"
+# What a Hub model's folder needs fetched besides the BERT files: the configs at their usual paths.
+SENTENCE_TRANSFORMERS_FILES = (MODULES_NAME, SENTENCE_BERT_CONFIG_NAME, "1_Pooling/config.json",
+                               "2_Normalize/config.json")
 # The module types we implement, by class name (sentence-transformers has moved the classes
 # between packages over versions: `sentence_transformers.models.Pooling`, `...modules.Pooling`).
 SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")

@@ -11,7 +11,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from keras_bert_lite.interop.sentence_transformers import read_sentence_transformers_config
+from keras_bert_lite.interop.hub import fetch_optional_files
+from keras_bert_lite.interop.sentence_transformers import (
+    SENTENCE_TRANSFORMERS_FILES,
+    read_sentence_transformers_config,
+)
 from keras_bert_lite.layers.pooling import SentencePooling
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint
 from keras_bert_lite.models.checkpoint_folder import from_checkpoint as load_checkpoint
@@ -106,6 +110,7 @@ class BertSentenceEncoder(TextTaskModel):
                 options this class does not implement (see
                 `keras_bert_lite.interop.sentence_transformers`); as `from_checkpoint` otherwise.
         """
+        fetch_optional_files(path, SENTENCE_TRANSFORMERS_FILES)  # for a Hub name; its BERT files come next
         folder = find_checkpoint(path, vocab_file)
         sentence_config = read_sentence_transformers_config(folder.directory)
         if sentence_config is None:
