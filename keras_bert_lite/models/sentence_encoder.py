@@ -97,7 +97,9 @@ class BertSentenceEncoder(TextTaskModel):
         A sentence-transformers folder (with `modules.json`) gives the pooling modes, whether to
         normalize, and the token limit (`sentence_bert_config.json`'s `max_seq_length`). Any other
         folder gives mean pooling without normalization (sentence-transformers' default for a plain
-        BERT) and the model's `max_position_embeddings` as the limit; the choice is logged.
+        BERT) and the model's `max_position_embeddings` as the limit; the choice is logged. (A
+        `.keras` file of a `BertSentenceEncoder` is read here for its encoder only: load the whole
+        model with `keras.saving.load_model`.)
 
         Args:
             path, lower_case, vocab_file: as for `keras_bert_lite.from_checkpoint`.
