@@ -39,6 +39,7 @@ def tiny():
     return BertSentenceEncoder(encoder, normalize=True, preprocessor=BertPreprocessor(VOCAB, seq_length=12))
 
 
+@pytest.mark.slow  # the first import of sentence_transformers (and transformers) takes seconds
 def test_pooling_modes_match_sentence_transformers_pooling():
     from sentence_transformers.models import Pooling
 
@@ -54,6 +55,7 @@ def test_pooling_modes_match_sentence_transformers_pooling():
         SentencePooling(["mean", "median"])
 
 
+@pytest.mark.slow  # imports sentence_transformers
 def test_ranking_loss_matches_sentence_transformers():
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
