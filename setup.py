@@ -34,11 +34,13 @@ setup(
             "tokenizers",
             "huggingface_hub",  # the hub tests build its cache layout
             "keras-hub==0.32.*",  # KerasHub presets, read and written (tests/interop/test_keras_hub.py)
+            "sentence-transformers==6.2.0",  # the reference of BertSentenceEncoder
             "pydot",  # keras.utils.model_to_dot / plot_model on our nested models
         ],
         # Loading models by Hugging Face Hub name (`from_checkpoint("hf://org/name")`).
         "hub": ["huggingface_hub"],
         # Benchmark peers.
-        "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers", "bert-tensorflow==1.0.4"],
+        "bench": ["keras-hub==0.32.*", "torch==2.13.0", "transformers", "tokenizers", "bert-tensorflow==1.0.4",
+                  "sentence-transformers==6.2.0"],
     },
 )

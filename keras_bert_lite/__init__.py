@@ -36,6 +36,7 @@ from keras_bert_lite.layers import (
     ClassificationHead,
     MaskedLMHead,
     NextSentenceHead,
+    SentencePooling,
     SpanHead,
     TransformerEncoderBlock,
 )
@@ -44,6 +45,7 @@ from keras_bert_lite.models import (
     BertEncoder,
     BertFeatureExtractor,
     BertPretrainer,
+    BertSentenceEncoder,
     BertSpanLabeler,
     BertTokenClassifier,
     pretraining_losses,

@@ -24,6 +24,7 @@ from keras_bert_lite.data.ner import tag_inputs
 from keras_bert_lite.data.squad.answering import AnswerOptions, answer_questions
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
+from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
 from keras_bert_lite.models.token_classifier import BertTokenClassifier
 
@@ -81,6 +82,7 @@ def export_saved_model(
     | `BertTokenClassifier` | `text` [B] (words split on    | `words` [B, W] (padded ""), `tags`       |
     |                       | whitespace)                   | [B, W] (padded ""), `tag_ids` int32      |
     |                       |                               | [B, W] (padded -1), `num_words` [B]      |
+    | `BertSentenceEncoder` | `text` [B]                    | `embeddings` float32 [B, D]              |
 
     A span model answers as its `predict_answers` does (the same windows and span scoring). Only
     the model's variables are saved, never its optimizer's.
@@ -114,10 +116,13 @@ def export_saved_model(
                                                                answer_options)), [_STRINGS, _STRINGS]
     elif isinstance(model, BertTokenClassifier):
         endpoint = _tagger_endpoint(model, preprocessor, labels)
+    elif isinstance(model, BertSentenceEncoder):  # padding is pooled out: cut it as the classifier does
+        endpoint = (lambda text: {"embeddings": model(_without_shared_padding(preprocessor(text)), training=False)},
+                    [_STRINGS])
     else:
         raise TypeError(
-            f"export_saved_model exports BertClassifier, BertSpanLabeler or BertTokenClassifier, got "
-            f"{type(model).__name__}; use export_encoder for a BertEncoder."
+            f"export_saved_model exports BertClassifier, BertSpanLabeler, BertTokenClassifier or "
+            f"BertSentenceEncoder, got {type(model).__name__}; use export_encoder for a BertEncoder."
         )
     return _write(export_dir, model, preprocessor, {"serving_default": endpoint})
 

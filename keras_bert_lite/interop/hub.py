@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from keras_bert_lite.interop.huggingface import (
     CONFIG_NAME,
@@ -82,3 +83,26 @@ def hub_folder(path: str | os.PathLike) -> str | None:
     except (OSError, ValueError) as e:  # no such repository or revision, no access
         raise FileNotFoundError(f"{tried} not found {where}: {e}") from None
     return os.path.dirname(config)
+
+
+def fetch_optional_files(path: str | os.PathLike, filenames: Sequence[str]) -> None:
+    """Fetches `filenames` (paths inside the model, e.g. "modules.json") of the Hub model `path`
+    names into the folder `hub_folder(path)` returns, skipping those the model does not have;
+    does nothing when `path` is not a Hub name. For files only some models have, such as
+    sentence-transformers' configs.
+
+    Raises:
+        As `hub_folder`.
+    """
+    if hub_folder(path) is None:
+        return
+    import huggingface_hub
+    from huggingface_hub import constants, errors
+
+    repo_id, _, revision = os.fspath(path).removeprefix(HUB_PREFIX).partition("@")
+    for filename in filenames:
+        try:
+            huggingface_hub.hf_hub_download(repo_id, filename, revision=revision or None,
+                                            local_files_only=constants.HF_HUB_OFFLINE)
+        except errors.EntryNotFoundError:
+            pass

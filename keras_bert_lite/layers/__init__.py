@@ -8,4 +8,5 @@ from keras_bert_lite.layers.heads import (
     NextSentenceHead,
     SpanHead,
 )
+from keras_bert_lite.layers.pooling import SentencePooling
 from keras_bert_lite.layers.transformer import TransformerEncoderBlock

@@ -111,3 +111,21 @@ def span_loss(labels: dict, outputs: dict):
         for side in ("start", "end")
     )
     return (ops.mean(start) + ops.mean(end)) / 2.0
+
+
+def multiple_negatives_ranking_loss(anchors, positives, scale: float = 20.0):
+    """sentence-transformers' `MultipleNegativesRankingLoss` (its default: anchor to positives):
+    the cross-entropy of each anchor's scaled cosine similarities to every positive of the batch,
+    its own pair's being the right answer and the others in-batch negatives.
+
+    Args:
+        anchors, positives: float [batch, D] embeddings; row i of each form a pair.
+        scale: multiplies the cosine similarities (the inverse softmax temperature); 20 as there.
+
+    Returns:
+        float32 scalar, the mean over the anchors.
+    """
+    anchors, positives = (ops.normalize(ops.cast(x, "float32"), axis=-1, epsilon=1e-12) for x in (anchors, positives))
+    logits = scale * ops.matmul(anchors, ops.transpose(positives))
+    labels = ops.arange(ops.shape(logits)[0], dtype="int32")
+    return ops.mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))

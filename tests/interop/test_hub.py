@@ -152,3 +152,15 @@ def test_without_huggingface_hub_the_error_says_how_to_install_it(hub, monkeypat
     with pytest.raises(ImportError, match=rf"Loading {NAME} from the Hugging Face Hub needs huggingface_hub: "
                                           r"pip install keras_bert_lite\[hub\]"):
         from_checkpoint(f"hf://{NAME}")
+
+
+@pytest.mark.slow  # loads the real model
+def test_a_sentence_transformers_hub_model_brings_its_pooling_and_normalize(hub, minilm_dir):
+    from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder
+
+    for name in ("modules.json", "sentence_bert_config.json", "1_Pooling"):
+        (hub["snapshot"] / name).symlink_to(minilm_dir / name)
+    model = BertSentenceEncoder.from_checkpoint(f"hf://{NAME}")
+    assert (model.pooling_modes, model.normalize, model.preprocessor.seq_length) == (("mean",), True, 256)
+    fetched = ["modules.json", "sentence_bert_config.json", "1_Pooling/config.json", "2_Normalize/config.json"]
+    assert hub["requested"][4:8] == fetched  # after the BERT files; the last one absent, as in the real model
