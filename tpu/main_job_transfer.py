@@ -9,7 +9,8 @@ module each document was read from (`main_job_data.corpus_documents`):
 - `python_or_package`: Python's own documentation (help topics, standard-library docstrings) or a
   package's docstrings (NumPy, TensorFlow, Keras, ...)?
 - `numpy_or_tensorflow`: a NumPy docstring or a TensorFlow one?
-- `keras_or_tensorflow`: a Keras docstring or a TensorFlow one?
+- `keras_or_tensorflow`: a Keras docstring or a TensorFlow one (not of TensorFlow's own copy of
+  Keras)?
 
 Each task is split by document: a document's sentences all go to one of training, validation and
 test, so test sentences come from documents neither side has seen (documents go in corpus order to
@@ -61,9 +62,13 @@ _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
 
 def _package(source: str) -> str:
     """The package of a document's source ("numpy._core.fromnumeric" -> "numpy"), "python" for
-    Python's own documentation (help topics and the standard library)."""
-    top = source.split(".")[0]
-    return top if top in DEPENDENCY_PACKAGES else "python"
+    Python's own documentation (help topics and the standard library). TensorFlow's own copy of
+    Keras ("tensorflow.python.keras.layers") is "tensorflow.keras", in neither TensorFlow's class
+    nor Keras'."""
+    parts = source.split(".")
+    if parts[0] == "tensorflow" and "keras" in parts:
+        return "tensorflow.keras"
+    return parts[0] if parts[0] in DEPENDENCY_PACKAGES else "python"
 
 
 def _one_of(*packages: str) -> Callable[[str], int | None]:

@@ -71,6 +71,11 @@ def test_too_few_documents_for_a_task_is_one_error_naming_it():
     with pytest.raises(ValueError, match=r"^task numpy_or_tensorflow: [0-9] numpy sentences for its \w+ split from "
                                          r"the documents kept out of pre-training, \d+ needed\.$"):
         transfer.build_tasks(kept_out, sources, sizes=(10, 4, 8))
+    # TensorFlow's copy of Keras is in neither class of keras_or_tensorflow (a package all the same).
+    label_of = {name: rule for name, (_, _, rule) in transfer.TASKS.items()}
+    assert [label_of["keras_or_tensorflow"](s) for s in ("keras.src.ops", "tensorflow.python.ops",
+                                                         "tensorflow.python.keras.layers", "numpy")] == [0, 1, None, None]
+    assert label_of["python_or_package"]("tensorflow.python.keras.layers") == 1
     with pytest.raises(ValueError, match="12 documents but 11 sources"):
         transfer.build_tasks(kept_out, sources[:11])
 
