@@ -495,9 +495,11 @@ def check_input_files(train_files: str, vocab_size: int, length: int, prediction
     try:
         check_pretraining_files(train_files, length, predictions, vocab_size)
     except ValueError as e:
-        source = "--input_files" if length == FLAGS.max_seq_length else "--long_input_files"
-        raise ValueError(f"{source}: {e} (read with {length} tokens, {predictions} predictions per sequence "
-                         f"and a vocabulary of {vocab_size} tokens)") from None
+        source, length_flag, predictions_flag = (
+            ("--input_files", "--max_seq_length", "--max_predictions_per_seq") if length == FLAGS.max_seq_length
+            else ("--long_input_files", "--long_seq_length", "--long_predictions_per_seq"))
+        raise ValueError(f"{source}: {e} (read with {length_flag}={length}, {predictions_flag}={predictions} and "
+                         f"a vocabulary of {vocab_size} tokens)") from None
 
 
 def build_loop(strategy: tf.distribute.Strategy, config: BertConfig, init_checkpoint: str | None) -> PretrainingLoop:
