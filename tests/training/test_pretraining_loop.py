@@ -216,3 +216,32 @@ def test_periodic_evaluation_and_the_last_learning_rate(jobs, tmp_path):
     assert result["learning_rate"] == pytest.approx(float(WarmupLinearDecay(1e-2, 6, 2)(5)), rel=1e-6)
     with pytest.raises(ValueError, match="eval_every_steps must be >= 0"):
         run_pretraining(loop, jobs.dataset_fn(jobs.synthetic_examples(48), 8), 6, str(tmp_path), eval_every_steps=-1)
+
+
+@pytest.mark.slow
+def test_new_data_steps_switch_to_longer_sequences_and_resume_in_either_phase(jobs, tmp_path):
+    """BERT's two lengths: 8-token examples, then 16-token ones from step 2; a run resumed at step 4
+    asks for the second phase's data from that step."""
+    features, labels = jobs.synthetic_examples(8 * 6)
+    calls = []
+
+    def dataset_fn(context, start_step):
+        length = jobs.SEQ if start_step >= 2 else jobs.SEQ // 2  # masked positions are < SEQ // 2
+        calls.append((start_step, length))
+        short = {name: value[:, :length] if name != "masked_lm_positions" else value
+                 for name, value in features.items()}
+        return jobs.dataset_fn((short, labels), 8)(context, start_step)
+
+    loop = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    result = run_pretraining(loop, dataset_fn, num_train_steps=6, model_dir=str(tmp_path), steps_per_loop=5,
+                             save_checkpoints_steps=2, progress=False, new_data_steps=[2])
+    assert result["step"] == 6 and calls == [(0, 8), (2, 16)]
+    for path in (tmp_path / CHECKPOINT_SUBDIR).glob("ckpt-6*"):  # as if killed before the last checkpoint
+        path.unlink()
+    calls.clear()
+    fresh = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    result = run_pretraining(fresh, dataset_fn, num_train_steps=6, model_dir=str(tmp_path), steps_per_loop=5,
+                             save_checkpoints_steps=2, progress=False, new_data_steps=[2])
+    assert result["resumed_from"] == 4 and result["step"] == 6 and calls == [(4, 16)]
+    with pytest.raises(ValueError, match=r"new_data_steps must be in \(0, num_train_steps=6\)"):
+        run_pretraining(fresh, dataset_fn, num_train_steps=6, model_dir=str(tmp_path), new_data_steps=[6])
