@@ -6,6 +6,9 @@ custom loop of `keras_bert_lite.training` (`strategy.run` inside a `tf.function`
 TensorBoard scalars and a progress bar. Flags are checked against each other before anything
 is built; bad input stops the run with one line naming the flag or file.
 
+BERT's two sequence lengths: --long_seq_length trains the last --long_steps (10 %) on longer
+examples, so the positions used downstream are trained (the main job: the last 10 % at 64 tokens).
+
 With --input_files the script trains on your pre-training TFRecords (the original BERT format,
 as `tpu/create_pretraining_data.py` writes them). Without, it runs the main job: it builds the
 data from the built-in corpus (`main_job_data.py`, next to this script), pre-trains on it, and
@@ -120,9 +123,10 @@ flags.DEFINE_integer("max_seq_length", 32, "Tokens per example, as the data was 
                      "then 512; the tiny main job learns most per second at 32).")
 flags.DEFINE_integer("max_predictions_per_seq", 5, "Masked positions per example, as the data was written "
                      "with.")
-flags.DEFINE_integer("long_seq_length", 0, "BERT's two sequence lengths: the last --long_steps steps train on "
+flags.DEFINE_integer("long_seq_length", None, "BERT's two sequence lengths: the last --long_steps steps train on "
                      "examples of this many tokens (longer than --max_seq_length), so the positions used "
-                     "downstream are trained; 0: one length throughout.")
+                     "downstream are trained; 0: one length throughout. Default: for the main job "
+                     "--transfer_seq_length if longer than --max_seq_length, else 0; with --input_files 0.")
 flags.DEFINE_integer("long_predictions_per_seq", None, "Masked positions per --long_seq_length example "
                      "(default: as many per token as --max_predictions_per_seq).")
 flags.DEFINE_integer("long_steps", None, "Steps at --long_seq_length, the last of --num_train_steps (default: "
@@ -237,23 +241,33 @@ def _length_problem(v: dict) -> str | None:
 
 
 @_checks("max_seq_length", "max_predictions_per_seq", "num_train_steps", "input_files", "long_seq_length",
-         "long_predictions_per_seq", "long_steps", "long_input_files")
+         "long_predictions_per_seq", "long_steps", "long_input_files", "transfer_seq_length")
 def _long_problem(v: dict) -> str | None:
-    if not v["long_seq_length"]:
+    length = _long_length(v)
+    if not length:
         given = [f"--{name}" for name in ("long_predictions_per_seq", "long_steps", "long_input_files") if _given(name)]
         return f"{' '.join(given)} only apply with --long_seq_length." if given else None
-    if v["long_seq_length"] <= v["max_seq_length"]:
-        return (f"--long_seq_length={v['long_seq_length']} must be longer than "
-                f"--max_seq_length={v['max_seq_length']} (or 0).")
+    if length <= v["max_seq_length"]:
+        return f"--long_seq_length={length} must be longer than --max_seq_length={v['max_seq_length']} (or 0)."
     steps, predictions = _long_phase(v)
     if not 0 < steps < v["num_train_steps"]:
         return f"--long_steps={steps} must be in [1, --num_train_steps={v['num_train_steps']})."
-    if not 0 < predictions <= v["long_seq_length"]:
-        return f"--long_predictions_per_seq={predictions} must be in [1, --long_seq_length={v['long_seq_length']}]."
+    if not 0 < predictions <= length:
+        return f"--long_predictions_per_seq={predictions} must be in [1, --long_seq_length={length}]."
     if bool(v["input_files"]) != bool(v["long_input_files"]):
         return ("--long_input_files (the data at --long_seq_length) goes with --input_files."
                 if v["long_input_files"] else "--input_files with --long_seq_length needs --long_input_files.")
     return None
+
+
+def _long_length(v) -> int:
+    """--long_seq_length, or its default: for the main job the length its encoder is fine-tuned at
+    (--transfer_seq_length), so that its positions are trained, when longer than --max_seq_length."""
+    if v["long_seq_length"] is not None:
+        return v["long_seq_length"]
+    if v["input_files"] or v["transfer_seq_length"] <= v["max_seq_length"]:
+        return 0
+    return v["transfer_seq_length"]
 
 
 def _long_phase(v) -> tuple[int, int]:
@@ -261,7 +275,7 @@ def _long_phase(v) -> tuple[int, int]:
     steps = v["long_steps"] if v["long_steps"] is not None else max(1, v["num_train_steps"] // 10)
     predictions = v["long_predictions_per_seq"]
     if predictions is None:
-        predictions = max(1, round(v["max_predictions_per_seq"] * v["long_seq_length"] / v["max_seq_length"]))
+        predictions = max(1, round(v["max_predictions_per_seq"] * _long_length(v) / v["max_seq_length"]))
     return steps, predictions
 
 
@@ -311,11 +325,12 @@ def model_config(vocab_size: int, config_file: BertConfig | None) -> BertConfig:
     else:
         config = BertConfig.preset(FLAGS.model, vocab_size=vocab_size, hidden_dropout_prob=FLAGS.dropout_rate,
                                    attention_probs_dropout_prob=FLAGS.dropout_rate)
-    lengths = ["max_seq_length", "long_seq_length"] + ([] if FLAGS.input_files or not FLAGS.transfer_learning_rates
-                                                       else ["transfer_seq_length"])
-    for name in lengths:
-        if FLAGS[name].value > config.max_position_embeddings:
-            raise ValueError(f"--{name}={FLAGS[name].value} exceeds the model's max_position_embeddings "
+    lengths = {"max_seq_length": FLAGS.max_seq_length, "long_seq_length": _long_length(FLAGS.flag_values_dict())}
+    if not FLAGS.input_files and FLAGS.transfer_learning_rates:
+        lengths["transfer_seq_length"] = FLAGS.transfer_seq_length
+    for name, length in lengths.items():
+        if length > config.max_position_embeddings:
+            raise ValueError(f"--{name}={length} exceeds the model's max_position_embeddings "
                              f"{config.max_position_embeddings}.")
     return config
 
@@ -338,10 +353,11 @@ def main(argv):
     if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(FLAGS.output_dir, CHECKPOINT_SUBDIR)):
         init_checkpoint = _read("--init_checkpoint", checkpoint_source)
     data = transfer_tasks = None
-    long_steps, long_predictions = _long_phase(FLAGS.flag_values_dict()) if FLAGS.long_seq_length else (0, 0)
+    long_length = _long_length(FLAGS.flag_values_dict())
+    long_steps, long_predictions = _long_phase(FLAGS.flag_values_dict()) if long_length else (0, 0)
     phases = [(FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)]  # (tokens, predictions) of each phase
     if long_steps:
-        phases.append((FLAGS.long_seq_length, long_predictions))
+        phases.append((long_length, long_predictions))
     if FLAGS.input_files:
         phase_files = [FLAGS.input_files] + ([FLAGS.long_input_files] if long_steps else [])
         for flag in ("--input_files", "--long_input_files")[: len(phases)]:

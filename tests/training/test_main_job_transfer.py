@@ -90,19 +90,21 @@ def test_transfer_suite_compares_both_sides_on_every_task(vocab_file, tmp_path):
                                num_hidden_layers=1, max_position_embeddings=24)
     encoder = BertEncoder(config)
     before = [w.copy() for w in encoder.get_weights()]
-    result = transfer.transfer_suite(encoder, vocab_file, tasks, seq_length=24, learning_rates=(1e-5, 1e-2), epochs=1)
+    grid = (1e-2, 1e-5, 1e-2)  # a rate twice: each run starts afresh (weights, optimizer state, shuffling)
+    result = transfer.transfer_suite(encoder, vocab_file, tasks, seq_length=24, learning_rates=grid, epochs=1)
     assert all(np.array_equal(a, b) for a, b in zip(before, encoder.get_weights()))  # fine-tuned copies only
-    assert set(result["tasks"]) == set(tasks) and result["grid"] == [1e-5, 1e-2] and result["seq_length"] == 24
+    assert set(result["tasks"]) == set(tasks) and result["grid"] == list(grid) and result["seq_length"] == 24
     for task in result["tasks"].values():
         assert (task["train_examples"], task["validation_examples"], task["test_examples"]) == (48, 16, 32)
         assert task["majority"] == pytest.approx(0.5)
         for side in ("pretrained", "random_init"):
-            assert 0 <= task[side] <= 1 and len(task["validation"][side]) == 2
-            assert task["learning_rates"][side] == (1e-5, 1e-2)[int(np.argmax(task["validation"][side]))]
+            assert 0 <= task[side] <= 1 and len(task["validation"][side]) == 3
+            assert task["validation"][side][0] == task["validation"][side][2]
+            assert task["learning_rates"][side] == grid[int(np.argmax(task["validation"][side]))]
         assert task["gain"] == pytest.approx(100 * (task["pretrained"] - task["random_init"]))
     assert result["mean_gain"] == pytest.approx(np.mean([t["gain"] for t in result["tasks"].values()]))
     printed = transfer.format_result(result)
-    assert "48 / 16 / 32 to fine-tune / choose the learning rate among 1e-05, 0.01 / test" in printed
+    assert "48 / 16 / 32 to fine-tune / choose the learning rate among 0.01, 1e-05, 0.01 / test" in printed
     assert f"mean gain {result['mean_gain']:+.1f} points" in printed
     transfer.write_summaries(str(tmp_path), result, step=7)
     events = [e for f in tmp_path.glob("events.*") for e in tf.compat.v1.train.summary_iterator(str(f))]
