@@ -1,11 +1,14 @@
 """The main job's data: the built-in corpus, split honestly into training and held-out documents.
 
 Part of the main job, next to `pretrain.py`, which imports it as a sibling module. `pretrain.py`
-without `--input_files` pre-trains on the built-in corpus (Python's own
-documentation and the docstrings of the packages keras_bert_lite depends on, deduplicated). Every
-`HELDOUT_EVERY`-th document is held out, and training sentences that share a run of
-`CONTAMINATION_NGRAM` words with a held-out sentence are dropped, so near-copies of held-out text
-(one docstring adapted in two packages) cannot inflate the held-out accuracy. The vocabulary is
+without `--input_files` pre-trains on the built-in corpus (Python's own documentation and the
+docstrings of the packages keras_bert_lite depends on, deduplicated). Every `HELDOUT_EVERY`-th
+document is held out for the masked-LM evaluation, and as many more (those at `TASK_OFFSET` of
+every `HELDOUT_EVERY`) for the transfer tasks; training sentences that share a run of
+`CONTAMINATION_NGRAM` words with a held-out sentence of either kind are dropped, so near-copies of
+held-out text (one docstring adapted in two packages) cannot inflate held-out results. Every
+document kept out of training is written with its source (`corpus_documents`) for the transfer
+tasks, which use no other text. The vocabulary is
 learned from the training documents only (a sample of about `VOCAB_SAMPLE_WORDS` words of them);
 both sides are tokenized with it and written as pre-training TFRecords in the original format.
 The sentences whose predictions are shown after training are chosen here, by `shown_sentences`'s
@@ -31,11 +34,12 @@ from absl import logging
 
 from keras_bert_lite.atomic import write_text_atomically
 from keras_bert_lite.data import builtin_documents, create_pretraining_data
-from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, deduplicate_sentences
+from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, builtin_document_sources, deduplicate_sentences
 from keras_bert_lite.text.tokenizer import BertTokenizer
 from keras_bert_lite.text.vocab import build_vocab
 
 HELDOUT_EVERY = 10
+TASK_OFFSET = HELDOUT_EVERY // 2
 CONTAMINATION_NGRAM = 8
 TRAIN_SHARDS = 4
 # The vocabulary is learned from about this many words of the training text (every k-th sentence):
@@ -88,8 +92,8 @@ class DemoData:
         vocab_file: the vocabulary the TFRecords were written with.
         train_files: glob of the training TFRecords.
         heldout_files: path of the held-out TFRecord (masked once, dupe_factor 1).
-        heldout_documents_file: the held-out documents as JSON (a list of lists of sentences), for
-            tasks made from held-out text only (`read_heldout_documents`).
+        task_documents_file: every document kept out of pre-training (masked-LM held-out and
+            task documents) with its source, as JSON, for the transfer tasks (`read_task_documents`).
         shown_sentences: held-out sentences for the prediction printout: (sentence, index of
             the word to mask) pairs.
         corpus: counts: documents, training/held-out documents and words, dropped sentences.
@@ -98,39 +102,45 @@ class DemoData:
     vocab_file: str
     train_files: str
     heldout_files: str
-    heldout_documents_file: str
+    task_documents_file: str
     shown_sentences: tuple[tuple[str, int], ...]
     corpus: dict
 
 
 def split_heldout(
-    documents: Sequence[Sequence[str]], every: int = HELDOUT_EVERY, ngram: int = CONTAMINATION_NGRAM
-) -> tuple[list[list[str]], list[list[str]], int]:
-    """Holds out every `every`-th document and decontaminates the training side.
+    documents: Sequence[Sequence[str]], every: int = HELDOUT_EVERY, ngram: int = CONTAMINATION_NGRAM,
+    task_offset: int = TASK_OFFSET,
+) -> tuple[list[list[str]], list[list[str]], list[int], int]:
+    """Holds out every `every`-th document twice over and decontaminates the training side.
 
     Args:
         documents: deduplicated documents, each a list of sentences (str).
-        every: documents 0, every, 2 * every, ... are held out.
+        every: documents 0, every, 2 * every, ... are held out (for the masked-LM evaluation).
         ngram: a training sentence sharing any run of this many words (lower-cased, punctuation
-            ignored) with a held-out sentence is dropped.
+            ignored) with a held-out sentence of either kind is dropped.
+        task_offset: documents task_offset, task_offset + every, ... are held out too (for the
+            transfer tasks); in [1, every).
 
     Returns:
-        (training documents, held-out documents, number of training sentences dropped); training
+        (training documents, held-out documents, indices into `documents` of every document kept
+        out of training (either kind, in order), number of training sentences dropped); training
         documents left with fewer than two sentences are dropped.
     """
-    if every < 2 or ngram < 1:
-        raise ValueError(f"every must be >= 2 and ngram >= 1, got {every} and {ngram}.")
+    if every < 2 or ngram < 1 or not 0 < task_offset < every:
+        raise ValueError(f"every must be >= 2, ngram >= 1 and task_offset in [1, every), got {every}, {ngram} "
+                         f"and {task_offset}.")
     heldout = [list(d) for d in documents[::every]]
-    heldout_ngrams = {g for d in heldout for s in d for g in _ngrams(s, ngram)}
+    kept_out = [i for i in range(len(documents)) if i % every in (0, task_offset)]
+    heldout_ngrams = {g for i in kept_out for s in documents[i] for g in _ngrams(s, ngram)}
     train, dropped = [], 0
     for index, document in enumerate(documents):
-        if index % every == 0:
+        if index % every in (0, task_offset):
             continue
         kept = [s for s in document if heldout_ngrams.isdisjoint(_ngrams(s, ngram))]
         dropped += len(document) - len(kept)
         if len(kept) >= 2:
             train.append(kept)
-    return train, heldout, dropped
+    return train, heldout, kept_out, dropped
 
 
 def masked_word_position(tokenizer: BertTokenizer, sentence: str, index: int) -> int:
@@ -187,11 +197,15 @@ def shown_sentences(
     return chosen
 
 
-def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool = True) -> DemoData:
+def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool = True,
+                    subdir: str = "data") -> DemoData:
     """Builds (or reuses) the vocabulary and TFRecords of the main job under `output_dir`.
 
+    `subdir` (default "data") is the data folder in `output_dir`: another one holds data of other
+    lengths (the main job's longer sequences for its last steps, with the first data's vocabulary).
+
     Writes `vocab.txt` (unless `settings.vocab_file`), `data/train-{0..3}.tfrecord`,
-    `data/heldout.tfrecord`, `data/heldout_documents.json` and, last, `data/manifest.json`, all
+    `data/heldout.tfrecord`, `data/task_documents.json` and, last, `data/manifest.json`, all
     atomically; the manifest marks the data complete and records `settings`, so a rerun with the
     same settings reuses the files and one with other settings rebuilds them.
 
@@ -199,12 +213,12 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
         ValueError: the output folder has training checkpoints but data of other settings (the
             run could not resume on it), or the corpus is too small to hold out documents.
     """
-    data_dir = os.path.join(output_dir, "data")
+    data_dir = os.path.join(output_dir, subdir)
     manifest_file = os.path.join(data_dir, MANIFEST)
     vocab_file = settings.vocab_file or os.path.join(output_dir, "vocab.txt")
     train_files = os.path.join(data_dir, "train-*.tfrecord")
     heldout_files = os.path.join(data_dir, "heldout.tfrecord")
-    heldout_documents_file = os.path.join(data_dir, "heldout_documents.json")
+    task_documents_file = os.path.join(data_dir, "task_documents.json")
     recorded = dataclasses.asdict(settings)
     recorded["packages"] = list(settings.packages)
     if tf.io.gfile.exists(manifest_file):
@@ -213,23 +227,24 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
         if manifest.get("settings") == recorded:
             logging.info("Reusing the vocabulary and data in %s.", data_dir)
             shown = tuple(tuple(pair) for pair in manifest["shown_sentences"])
-            return DemoData(vocab_file, train_files, heldout_files, heldout_documents_file, shown,
+            return DemoData(vocab_file, train_files, heldout_files, task_documents_file, shown,
                             manifest["corpus"])
         if tf.io.gfile.exists(os.path.join(output_dir, "checkpoints")):
             raise ValueError(
                 f"{output_dir} has checkpoints but its data was made with other settings; use a new "
                 "--output_dir or the same flags as before."
             )
-    documents = deduplicate_sentences(builtin_documents(settings.packages))
+    documents, sources = corpus_documents(settings.packages)
     if settings.max_documents > 0:
-        documents = documents[: settings.max_documents]
-    train, heldout, dropped = split_heldout(documents)
+        documents, sources = documents[: settings.max_documents], sources[: settings.max_documents]
+    train, heldout, kept_out, dropped = split_heldout(documents)
     if not train or not heldout:
         raise ValueError(f"The corpus has too few documents ({len(documents)}) to hold out every "
                          f"{HELDOUT_EVERY}th; use more --max_documents.")
     corpus = dict(
         documents=len(documents), train_documents=len(train), heldout_documents=len(heldout),
-        train_words=_words(train), heldout_words=_words(heldout), train_sentences_dropped=dropped,
+        task_documents=len(kept_out) - len(heldout), train_words=_words(train), heldout_words=_words(heldout),
+        train_sentences_dropped=dropped,
     )
     logging.info("Built-in corpus: %s.", corpus)
     if not settings.vocab_file:
@@ -243,18 +258,40 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
     shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
     create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor, **common)
     create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1, **common)
-    write_text_atomically(heldout_documents_file, json.dumps(heldout) + "\n")
+    task_documents = [dict(source=sources[i], sentences=documents[i]) for i in kept_out]
+    write_text_atomically(task_documents_file, json.dumps(task_documents) + "\n")
     tokenizer = BertTokenizer(vocab_file, lower_case=settings.lower_case)
     shown = tuple(shown_sentences(heldout, settings.num_shown, tokenizer, settings.max_seq_length))
     manifest = dict(settings=recorded, corpus=corpus, shown_sentences=[list(pair) for pair in shown])
     write_text_atomically(manifest_file, json.dumps(manifest, indent=1) + "\n")
-    return DemoData(vocab_file, train_files, heldout_files, heldout_documents_file, shown, corpus)
+    return DemoData(vocab_file, train_files, heldout_files, task_documents_file, shown, corpus)
 
 
-def read_heldout_documents(path: str) -> list[list[str]]:
-    """The held-out documents `build_demo_data` wrote to `path` (each a list of sentences)."""
+def corpus_documents(packages: Sequence[str]) -> tuple[list[list[str]], list[str]]:
+    """The built-in corpus of `packages`, deduplicated (`deduplicate_sentences`), and the source of
+    each of its documents (`builtin_document_sources`: "json.decoder", "numpy._core.fromnumeric")."""
+    documents = builtin_documents(packages)
+    original_sources = builtin_document_sources(packages)
+    # Deduplication keeps first occurrences only: a kept document's first sentence occurs first in
+    # the document it was kept from.
+    first_seen: dict[str, int] = {}
+    for index, document in enumerate(documents):
+        for sentence in document:
+            first_seen.setdefault(_sentence_key(sentence), index)
+    kept = deduplicate_sentences(documents)
+    return kept, [original_sources[first_seen[_sentence_key(d[0])]] for d in kept]
+
+
+def read_task_documents(path: str) -> tuple[list[list[str]], list[str]]:
+    """The documents kept out of pre-training that `build_demo_data` wrote to `path`: (documents,
+    each a list of sentences; the source of each)."""
     with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
+        records = json.load(f)
+    return [r["sentences"] for r in records], [r["source"] for r in records]
+
+
+def _sentence_key(sentence: str) -> str:
+    return " ".join(sentence.lower().split())  # as deduplicate_sentences compares sentences
 
 
 def _ngrams(sentence: str, n: int) -> set[tuple[str, ...]]:

@@ -6,13 +6,17 @@ custom loop of `keras_bert_lite.training` (`strategy.run` inside a `tf.function`
 TensorBoard scalars and a progress bar. Flags are checked against each other before anything
 is built; bad input stops the run with one line naming the flag or file.
 
+BERT's two sequence lengths: --long_seq_length trains the last --long_steps (10 %) on longer
+examples, so the positions used downstream are trained (the main job: the last 10 % at 64 tokens).
+
 With --input_files the script trains on your pre-training TFRecords (the original BERT format,
 as `tpu/create_pretraining_data.py` writes them). Without, it runs the main job: it builds the
 data from the built-in corpus (`main_job_data.py`, next to this script), pre-trains on it, and
 reports held-out masked-LM and next-sentence accuracy against baselines with the top predictions
-for a few masked words (`main_job_report.py`), then shows that pre-training transfers: its encoder
-and a random-init twin fine-tuned on a task made from held-out documents (`main_job_transfer.py`,
---transfer_learning_rates= skips it). The defaults are the main job's; set
+for a few masked words (`main_job_report.py`), then shows whether pre-training transfers: its
+encoder and a random-init twin fine-tuned on a suite of sentence classification tasks made from
+documents kept out of pre-training (`main_job_transfer.py`; --transfer_learning_rates= skips it, and
+a corpus too small for it skips it with one line saying why). The defaults are the main job's; set
 --max_seq_length, --learning_rate and the step counts for your own data and model.
 
 Every input (flags, files) is checked before anything is written: a run that fails on bad input
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import script_runner  # first: it sets what TensorFlow reads when it loads  # isort: skip
 
+import dataclasses
 import json
 import os
 import re
@@ -75,6 +80,9 @@ from keras_bert_lite.training.run_checkpoints import (
 
 FLAGS = flags.FLAGS
 METRICS_FILE = "metrics.json"
+# Passes over the training documents for the main job's --long_seq_length data: its examples hold
+# twice the tokens of the first phase's, and the long phase is a tenth of the steps.
+LONG_DUPE_FACTOR = 2
 _EARLIER_FLAGS = frozenset(FLAGS)  # this script's own flags are those defined below
 
 # Input.
@@ -94,11 +102,13 @@ flags.DEFINE_integer("dupe_factor", 5, "Built-in corpus: passes over the trainin
 flags.DEFINE_integer("num_examples_to_show", 4, "Built-in corpus: masked held-out words whose top "
                      "predictions are printed.")
 flags.DEFINE_list("transfer_learning_rates", [f"{rate:g}" for rate in main_job_transfer.LEARNING_RATES],
-                  "Built-in corpus: after pre-training, fine-tune the encoder and a random-init twin on a task "
-                  "made from held-out documents, each side at the best of these peak learning rates on its "
-                  "validation pairs (main_job_transfer.py); empty: skip.")
-flags.DEFINE_integer("transfer_pairs", 3000, "Built-in corpus: sentence pairs to fine-tune on in the transfer "
-                     "task (a third as many to choose the learning rate, and to test).")
+                  "Built-in corpus: after pre-training, fine-tune the encoder and a random-init twin on each "
+                  "task of the transfer suite, each side at the best of these learning rates on the task's "
+                  "validation split (main_job_transfer.py); empty: skip.")
+flags.DEFINE_integer("transfer_epochs", main_job_transfer.EPOCHS, "Built-in corpus: fine-tuning epochs of "
+                     "the transfer suite.")
+flags.DEFINE_integer("transfer_seq_length", main_job_transfer.SEQ_LENGTH, "Built-in corpus: tokens per "
+                     "sentence when fine-tuning on the transfer suite.")
 flags.DEFINE_integer("eval_every_steps", 2000, "Built-in corpus: evaluate on the held-out documents every N "
                      "steps and after the last (TensorBoard summaries/eval, metrics.json; 0: the last only).")
 # Model.
@@ -113,6 +123,16 @@ flags.DEFINE_integer("max_seq_length", 32, "Tokens per example, as the data was 
                      "then 512; the tiny main job learns most per second at 32).")
 flags.DEFINE_integer("max_predictions_per_seq", 5, "Masked positions per example, as the data was written "
                      "with.")
+flags.DEFINE_integer("long_seq_length", None, "BERT's two sequence lengths: the last --long_steps steps train on "
+                     "examples of this many tokens (longer than --max_seq_length), so the positions used "
+                     "downstream are trained; 0: one length throughout. Default: for the main job "
+                     "--transfer_seq_length if longer than --max_seq_length, else 0; with --input_files 0.")
+flags.DEFINE_integer("long_predictions_per_seq", None, "Masked positions per --long_seq_length example "
+                     "(default: as many per token as --max_predictions_per_seq).")
+flags.DEFINE_integer("long_steps", None, "Steps at --long_seq_length, the last of --num_train_steps (default: "
+                     "10 %).")
+flags.DEFINE_string("long_input_files", None, "With --input_files and --long_seq_length: the TFRecords written "
+                    "at that length (the main job writes its own).")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size (over all replicas and accumulation steps).")
 flags.DEFINE_integer("num_train_steps", 10000, "Optimizer steps.")
 flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps (default: --warmup_proportion of the "
@@ -142,11 +162,12 @@ flags.DEFINE_integer("keep_checkpoint_max", 3, "Newest checkpoints kept.")
 
 _POSITIVE = ("train_batch_size", "num_train_steps", "learning_rate", "gradient_accumulation_steps",
              "steps_per_loop", "save_checkpoints_steps", "keep_checkpoint_max", "max_predictions_per_seq",
-             "dupe_factor", "transfer_pairs")
+             "dupe_factor", "transfer_epochs", "transfer_seq_length")
 _NOT_NEGATIVE = ("max_documents", "num_examples_to_show", "eval_every_steps")
+_TRANSFER_FLAGS = ("transfer_learning_rates", "transfer_epochs", "transfer_seq_length")
 _BUILTIN_CORPUS_ONLY = ("corpus_packages", "max_documents", "vocab_size", "do_lower_case", "dupe_factor",
                         "num_examples_to_show", "eval_every_steps",
-                        "transfer_learning_rates", "transfer_pairs")
+                        *_TRANSFER_FLAGS)
 
 OWN_FLAGS = sorted(frozenset(FLAGS) - _EARLIER_FLAGS)
 
@@ -219,6 +240,45 @@ def _length_problem(v: dict) -> str | None:
     return None
 
 
+@_checks("max_seq_length", "max_predictions_per_seq", "num_train_steps", "input_files", "long_seq_length",
+         "long_predictions_per_seq", "long_steps", "long_input_files", "transfer_seq_length")
+def _long_problem(v: dict) -> str | None:
+    length = _long_length(v)
+    if not length:
+        given = [f"--{name}" for name in ("long_predictions_per_seq", "long_steps", "long_input_files") if _given(name)]
+        return f"{' '.join(given)} only apply with --long_seq_length." if given else None
+    if length <= v["max_seq_length"]:
+        return f"--long_seq_length={length} must be longer than --max_seq_length={v['max_seq_length']} (or 0)."
+    steps, predictions = _long_phase(v)
+    if not 0 < steps < v["num_train_steps"]:
+        return f"--long_steps={steps} must be in [1, --num_train_steps={v['num_train_steps']})."
+    if not 0 < predictions <= length:
+        return f"--long_predictions_per_seq={predictions} must be in [1, --long_seq_length={length}]."
+    if bool(v["input_files"]) != bool(v["long_input_files"]):
+        return ("--long_input_files (the data at --long_seq_length) goes with --input_files."
+                if v["long_input_files"] else "--input_files with --long_seq_length needs --long_input_files.")
+    return None
+
+
+def _long_length(v) -> int:
+    """--long_seq_length, or its default: for the main job the length its encoder is fine-tuned at
+    (--transfer_seq_length), so that its positions are trained, when longer than --max_seq_length."""
+    if v["long_seq_length"] is not None:
+        return v["long_seq_length"]
+    if v["input_files"] or v["transfer_seq_length"] <= v["max_seq_length"]:
+        return 0
+    return v["transfer_seq_length"]
+
+
+def _long_phase(v) -> tuple[int, int]:
+    """(steps, masked positions per example) of the --long_seq_length phase, defaults filled in."""
+    steps = v["long_steps"] if v["long_steps"] is not None else max(1, v["num_train_steps"] // 10)
+    predictions = v["long_predictions_per_seq"]
+    if predictions is None:
+        predictions = max(1, round(v["max_predictions_per_seq"] * _long_length(v) / v["max_seq_length"]))
+    return steps, predictions
+
+
 @_checks("input_files", "vocab_file", *_BUILTIN_CORPUS_ONLY)
 def _input_problem(v: dict) -> str | None:
     if v["input_files"]:
@@ -265,9 +325,13 @@ def model_config(vocab_size: int, config_file: BertConfig | None) -> BertConfig:
     else:
         config = BertConfig.preset(FLAGS.model, vocab_size=vocab_size, hidden_dropout_prob=FLAGS.dropout_rate,
                                    attention_probs_dropout_prob=FLAGS.dropout_rate)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's "
-                         f"max_position_embeddings {config.max_position_embeddings}.")
+    lengths = {"max_seq_length": FLAGS.max_seq_length, "long_seq_length": _long_length(FLAGS.flag_values_dict())}
+    if not FLAGS.input_files and FLAGS.transfer_learning_rates:
+        lengths["transfer_seq_length"] = FLAGS.transfer_seq_length
+    for name, length in lengths.items():
+        if length > config.max_position_embeddings:
+            raise ValueError(f"--{name}={length} exceeds the model's max_position_embeddings "
+                             f"{config.max_position_embeddings}.")
     return config
 
 
@@ -288,16 +352,25 @@ def main(argv):
     init_checkpoint = None
     if FLAGS.init_checkpoint and not tf.io.gfile.exists(os.path.join(FLAGS.output_dir, CHECKPOINT_SUBDIR)):
         init_checkpoint = _read("--init_checkpoint", checkpoint_source)
-    data = transfer_task = None
+    data = transfer_tasks = None
+    long_length = _long_length(FLAGS.flag_values_dict())
+    long_steps, long_predictions = _long_phase(FLAGS.flag_values_dict()) if long_length else (0, 0)
+    phases = [(FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)]  # (tokens, predictions) of each phase
+    if long_steps:
+        phases.append((long_length, long_predictions))
     if FLAGS.input_files:
-        _read("--input_files", expand_file_patterns)  # fails now, naming the pattern, if one matches nothing
-        vocab_file, train_files = FLAGS.vocab_file, FLAGS.input_files
-        check_input_files(train_files, model_config(vocab_size, config_file).vocab_size)
+        phase_files = [FLAGS.input_files] + ([FLAGS.long_input_files] if long_steps else [])
+        for flag in ("--input_files", "--long_input_files")[: len(phases)]:
+            _read(flag, expand_file_patterns)  # fails now, naming the pattern, if one matches nothing
+        vocab_file = FLAGS.vocab_file
+        for files, (length, predictions) in zip(phase_files, phases):
+            check_input_files(files, model_config(vocab_size, config_file).vocab_size, length, predictions)
     else:
         data = build_main_job_data()
-        vocab_file, train_files = data.vocab_file, data.train_files
-        # Made now, so that too few held-out documents for it stop the run before training.
-        transfer_task = build_transfer_task(data) if FLAGS.transfer_learning_rates else None
+        vocab_file = data.vocab_file
+        phase_files = [data.train_files] + [build_main_job_data(*phase).train_files for phase in phases[1:]]
+        # Made now, so that a corpus too small for them is known before training.
+        transfer_tasks = build_transfer_tasks(data) if FLAGS.transfer_learning_rates else None
         try:  # the held-out evaluation ends every main-job run: too little data for it stops the run now
             main_job_report.heldout_steps(data.heldout_files, FLAGS.train_batch_size)
         except ValueError as e:
@@ -307,9 +380,12 @@ def main(argv):
     config = model_config(vocab_size, config_file)
     loop = build_loop(strategy, config, init_checkpoint)
 
+    long_from = FLAGS.num_train_steps - long_steps
+
     def dataset_fn(context: tf.distribute.InputContext, start_step: int) -> tf.data.Dataset:
+        phase = int(bool(long_steps) and start_step >= long_from)
         return pretraining_dataset(
-            train_files, FLAGS.train_batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+            phase_files[phase], FLAGS.train_batch_size, *phases[phase],
             dynamic_masking=FLAGS.dynamic_masking, vocabulary=vocab_file if FLAGS.dynamic_masking else None,
             seed=FLAGS.seed + start_step, input_context=context, vocab_size=config.vocab_size,
         )
@@ -322,14 +398,17 @@ def main(argv):
         loop, dataset_fn, FLAGS.num_train_steps, FLAGS.output_dir, steps_per_loop=FLAGS.steps_per_loop,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
         evaluate_fn=evaluate_fn if data else None, eval_every_steps=FLAGS.eval_every_steps,
+        new_data_steps=[long_from] if long_steps else [],
     )
     chief = strategy.extended.should_checkpoint
     metrics = dict(train=result, model=config.to_dict(), replicas=strategy.num_replicas_in_sync,
                    precision=keras.config.dtype_policy().name)
     if data is not None:
         metrics.update(report(loop.model, data, result["evaluations"], chief))
-    if data is not None and chief and transfer_task is not None:
-        metrics["transfer"] = transfer(loop.model.encoder, transfer_task, data.vocab_file, result["step"])
+    if data is not None and chief and isinstance(transfer_tasks, dict):
+        metrics["transfer"] = transfer(loop.model.encoder, transfer_tasks, data.vocab_file, result["step"])
+    elif isinstance(transfer_tasks, str):
+        metrics["transfer_skipped"] = transfer_tasks
     if chief:
         metrics["files"] = export_pretrained(loop.model, FLAGS.output_dir, vocab_file,
                                              do_lower_case=FLAGS.do_lower_case if data else None)
@@ -366,6 +445,8 @@ def report_finished_run() -> bool:
         print(f"\n{format_report(metrics)}\n")
     if "transfer" in metrics:
         print(f"{main_job_transfer.format_result(metrics['transfer'])}\n")
+    if "transfer_skipped" in metrics:
+        print(f"{metrics['transfer_skipped']}\n")
     return True
 
 
@@ -375,47 +456,66 @@ def format_report(metrics: dict) -> str:
                                          main_job_data.SHOWN_RULE, metrics["evaluations"])
 
 
-def build_transfer_task(data: main_job_data.DemoData) -> main_job_transfer.PairTask:
-    """The held-out "same document?" task of the main job's data."""
+def build_transfer_tasks(data: main_job_data.DemoData) -> dict[str, main_job_transfer.SentenceTask] | str:
+    """The transfer suite's tasks from the documents the main job kept out of pre-training; or,
+    when the corpus is too small for them, the line that says the suite is skipped (printed now).
+
+    Raises:
+        ValueError: too small a corpus while a transfer flag was set explicitly.
+    """
     try:
-        documents = main_job_data.read_heldout_documents(data.heldout_documents_file)
-        pairs = FLAGS.transfer_pairs
-        return main_job_transfer.same_document_task(documents, num_pairs=(pairs, -(-pairs // 3), -(-pairs // 3)))
+        return main_job_transfer.build_tasks(*main_job_data.read_task_documents(data.task_documents_file))
     except ValueError as e:
-        raise ValueError(f"--transfer_learning_rates: {e} Use a larger --max_documents, or "
-                         "--transfer_learning_rates= to skip the transfer task.") from None
+        given = [f"--{name}" for name in _TRANSFER_FLAGS if _given(name)]
+        if given:
+            raise ValueError(f"{' '.join(given)}: the transfer suite needs more documents: {e} Use a larger "
+                             "--max_documents, or --transfer_learning_rates= to skip it.") from None
+        skipped = f"Transfer suite skipped: too few documents kept out of pre-training ({e})"
+        print(skipped)
+        return skipped
 
 
-def transfer(encoder: BertEncoder, task: main_job_transfer.PairTask, vocab_file: str, step: int) -> dict:
-    """Fine-tunes `encoder` and a random-init twin on `task`; prints both and writes them to
-    TensorBoard (summaries/eval, at `step`). Returns the result."""
-    result = main_job_transfer.transfer_gain(
-        encoder, vocab_file, task, FLAGS.max_seq_length, FLAGS.do_lower_case, seeds=(FLAGS.seed,),
-        learning_rates=[float(rate) for rate in FLAGS.transfer_learning_rates])
+def transfer(encoder: BertEncoder, tasks: dict[str, main_job_transfer.SentenceTask], vocab_file: str,
+             step: int) -> dict:
+    """Fine-tunes `encoder` and a random-init twin on every task; prints the results and writes
+    them to TensorBoard (summaries/eval, at `step`). Returns the result."""
+    result = main_job_transfer.transfer_suite(
+        encoder, vocab_file, tasks, FLAGS.transfer_seq_length, FLAGS.do_lower_case, seed=FLAGS.seed,
+        learning_rates=[float(rate) for rate in FLAGS.transfer_learning_rates], epochs=FLAGS.transfer_epochs)
     main_job_transfer.write_summaries(os.path.join(FLAGS.output_dir, "summaries", "eval"), result, step)
     print(f"{main_job_transfer.format_result(result)}\n")
     return result
 
 
-def build_main_job_data() -> main_job_data.DemoData:
-    """The main job's vocabulary and TFRecords from the built-in corpus (reused when present)."""
-    return main_job_data.build_demo_data(FLAGS.output_dir, main_job_data.DemoDataSettings(
+def build_main_job_data(long_seq_length: int = 0, long_predictions: int = 0) -> main_job_data.DemoData:
+    """The main job's vocabulary and TFRecords from the built-in corpus (reused when present); with
+    `long_seq_length`, its data of that length for the last steps (in data_long/, with the first
+    data's vocabulary, LONG_DUPE_FACTOR passes: enough for a tenth of the steps)."""
+    settings = main_job_data.DemoDataSettings(
         packages=tuple(FLAGS.corpus_packages), max_documents=FLAGS.max_documents, vocab_size=FLAGS.vocab_size,
         vocab_file=FLAGS.vocab_file, lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
         num_shown=FLAGS.num_examples_to_show, seed=FLAGS.seed,
-    ))
+    )
+    if not long_seq_length:
+        return main_job_data.build_demo_data(FLAGS.output_dir, settings)
+    settings = dataclasses.replace(
+        settings, vocab_file=FLAGS.vocab_file or os.path.join(FLAGS.output_dir, "vocab.txt"),
+        max_seq_length=long_seq_length, max_predictions_per_seq=long_predictions,
+        dupe_factor=min(FLAGS.dupe_factor, LONG_DUPE_FACTOR), num_shown=0)
+    return main_job_data.build_demo_data(FLAGS.output_dir, settings, subdir="data_long")
 
 
-def check_input_files(train_files: str, vocab_size: int) -> None:
-    """The first record of every training file against the length flags and the vocabulary."""
+def check_input_files(train_files: str, vocab_size: int, length: int, predictions: int) -> None:
+    """The first record of every training file against the lengths it is read with and the vocabulary."""
     try:
-        check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, vocab_size)
+        check_pretraining_files(train_files, length, predictions, vocab_size)
     except ValueError as e:
-        source = "--input_files" if FLAGS.input_files else "the main job's data"
-        raise ValueError(f"{source}: {e} (read with --max_seq_length={FLAGS.max_seq_length}, "
-                         f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} and a vocabulary of "
-                         f"{vocab_size} tokens)") from None
+        source, length_flag, predictions_flag = (
+            ("--input_files", "--max_seq_length", "--max_predictions_per_seq") if length == FLAGS.max_seq_length
+            else ("--long_input_files", "--long_seq_length", "--long_predictions_per_seq"))
+        raise ValueError(f"{source}: {e} (read with {length_flag}={length}, {predictions_flag}={predictions} and "
+                         f"a vocabulary of {vocab_size} tokens)") from None
 
 
 def build_loop(strategy: tf.distribute.Strategy, config: BertConfig, init_checkpoint: str | None) -> PretrainingLoop:

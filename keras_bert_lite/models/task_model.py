@@ -123,7 +123,7 @@ class TextTaskModel(EncoderTaskModel):
         """The task's `loss`, `metrics` and `weighted_metrics` for `compile(loss="auto")`."""
         return {}
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", learning_rate: float | None = None, **kwargs):
         """`keras.Model.compile` with the task's defaults.
 
         Args:
@@ -132,11 +132,21 @@ class TextTaskModel(EncoderTaskModel):
                 outputs them. Or any Keras loss.
             metrics: "auto" (default): the task's metrics with the "auto" loss, none with another
                 loss. Or a list.
+            learning_rate: the constant learning rate of `default_optimizer()` (default: its 5e-5),
+                e.g. `compile(learning_rate=3e-4)` for a small or randomly initialised encoder.
+                Only with `optimizer="auto"`: an optimizer object carries its own rate.
             **kwargs: other `keras.Model.compile` arguments (`jit_compile`, `weighted_metrics`, ...).
         """
         defaults = self.default_compile_arguments()
         if isinstance(optimizer, str) and optimizer == "auto":
             optimizer = default_optimizer()
+            if learning_rate is not None:
+                if not learning_rate > 0:
+                    raise ValueError(f"{self.name}.compile: learning_rate must be positive, got {learning_rate}.")
+                optimizer.learning_rate = learning_rate
+        elif learning_rate is not None:
+            raise ValueError(f"{self.name}.compile: learning_rate applies to the default optimizer; set the rate "
+                             f"of the optimizer passed ({type(optimizer).__name__}) instead.")
         default_loss = isinstance(loss, str) and loss == "auto"
         if default_loss:
             loss = defaults.get("loss")

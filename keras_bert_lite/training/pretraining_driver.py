@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
@@ -49,6 +49,7 @@ def run_pretraining(
     progress: bool = True,
     evaluate_fn: Callable[[int], dict[str, float]] | None = None,
     eval_every_steps: int = 0,
+    new_data_steps: Sequence[int] = (),
 ) -> dict:
     """Trains `loop.model` to `num_train_steps`, resuming from `model_dir` if it has checkpoints.
 
@@ -64,7 +65,9 @@ def run_pretraining(
     (recorded in `schedule.json`) says so in a logged warning.
     Loops are cut to land on those steps. A run that resumes at `num_train_steps` trains
     nothing and evaluates once, so a rerun of a finished (or killed after its last checkpoint)
-    run returns the same final evaluation.
+    run returns the same final evaluation. With `new_data_steps`, training switches data at
+    those steps (e.g. BERT's longer sequences for the last steps): `dataset_fn` is called anew
+    with that step, and returns that phase's data.
 
     Args:
         loop: the `PretrainingLoop` (model, optimizer and strategy).
@@ -82,6 +85,10 @@ def run_pretraining(
         evaluate_fn: `evaluate_fn(step)` evaluates `loop.model` and returns name -> number
             (e.g. held-out `PretrainingLoop.evaluate` results); called on every worker.
         eval_every_steps: evaluation interval in steps (0: only after the last step).
+        new_data_steps: steps in (0, num_train_steps) at which `dataset_fn(input_context, step)`
+            is called again, its data replacing the previous (loops are cut to land on them).
+            The data iterator is then not checkpointed (its data changes); a resumed run calls
+            `dataset_fn` with the step it resumes from, as on many devices.
 
     Returns:
         A dict: `step` (final), `resumed_from` (0 for a fresh start), `checkpoint` (last path),
@@ -104,18 +111,24 @@ def run_pretraining(
             raise ValueError(f"{name} must be >= 1, got {value}.")
     if eval_every_steps < 0:
         raise ValueError(f"eval_every_steps must be >= 0, got {eval_every_steps}.")
+    if any(not 0 < s < num_train_steps for s in new_data_steps):
+        raise ValueError(f"new_data_steps must be in (0, num_train_steps={num_train_steps}), got {new_data_steps}.")
     eval_every_steps = eval_every_steps or num_train_steps
     strategy = loop.strategy
     chief = strategy.extended.should_checkpoint
-    iterator = iter(loop.distribute(lambda context: dataset_fn(context, 0)))
+
+    def data_from(step: int):
+        return iter(loop.distribute(lambda context: dataset_fn(context, step)))
+
+    iterator = None if new_data_steps else data_from(0)
     checkpoints = TrainingCheckpoints(
         os.path.join(model_dir, CHECKPOINT_SUBDIR), strategy, loop.model, loop.optimizer,
         loop.global_step, iterator=iterator, max_to_keep=keep_checkpoint_max,
     )
     start = checkpoints.restore()
     _record_schedule(model_dir, loop.optimizer, num_train_steps, start, chief)
-    if start and not checkpoints.saves_iterator:
-        iterator = iter(loop.distribute(lambda context: dataset_fn(context, start)))
+    if iterator is None or (start and not checkpoints.saves_iterator):
+        iterator = data_from(start)
     writer, eval_writer = (
         tf.summary.create_file_writer(os.path.join(model_dir, subdir)) if chief and wanted
         else tf.summary.create_noop_writer()
@@ -145,7 +158,8 @@ def run_pretraining(
     checked = ("loss",) if loop.loss_scaling else ("loss", "gradient_norm")
     while step < num_train_steps:
         num_steps = min(steps_per_loop, num_train_steps - step,
-                        *(every - step % every for every in (save_checkpoints_steps, eval_every_steps)))
+                        *(every - step % every for every in (save_checkpoints_steps, eval_every_steps)),
+                        *(s - step for s in new_data_steps if s > step))
         began = time.perf_counter()
         history = loop.train(iterator, num_steps)
         durations.append((time.perf_counter() - began, num_steps))
@@ -173,6 +187,9 @@ def run_pretraining(
             )
         if evaluate_fn is not None and (step % eval_every_steps == 0 or step == num_train_steps):
             evaluate()
+        if step in new_data_steps:
+            logging.info("step %d: new data.", step)
+            iterator = data_from(step)
     if evaluate_fn is not None and start >= num_train_steps:
         evaluate()
     writer.flush()

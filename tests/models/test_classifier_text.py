@@ -98,6 +98,14 @@ def test_the_users_compile_overrides_the_default(folders):
     assert isinstance(model.optimizer, keras.optimizers.AdamW) and model.loss.from_logits
     model.fit(TEXTS, IDS, batch_size=8, epochs=3, verbose=0)
     assert int(model.optimizer.iterations) == 3
+    model.compile(learning_rate=3e-4)  # the default optimizer at another constant rate
+    model.fit(TEXTS, IDS, batch_size=8, epochs=1, verbose=0)
+    assert isinstance(model.optimizer, keras.optimizers.AdamW) and model.optimizer.global_clipnorm == 1.0
+    assert float(model.optimizer.learning_rate) == pytest.approx(3e-4)
+    with pytest.raises(ValueError, match="learning_rate applies to the default optimizer"):
+        model.compile(optimizer=keras.optimizers.SGD(0.1), learning_rate=1e-3)
+    with pytest.raises(ValueError, match="learning_rate must be positive"):
+        model.compile(learning_rate=0.0)
 
 
 def test_predict_returns_what_calling_the_model_returns_and_softmax_when_asked(clf):

@@ -5,6 +5,7 @@ import json
 import pathlib
 import re
 import shutil
+import sys
 
 import main_job_data  # tpu/, on sys.path through conftest.py
 import pytest
@@ -18,20 +19,32 @@ def _ngrams(sentence, n=main_job_data.CONTAMINATION_NGRAM):
     return {tuple(words[i: i + n]) for i in range(len(words) - n + 1)}
 
 
-def test_split_holds_out_every_tenth_document_and_drops_near_copies():
-    documents = deduplicate_sentences(builtin_documents())[:200]
-    # A near-copy of a held-out sentence (one word changed) inside a training document.
-    heldout_sentence = next(s for s in documents[10] if len(s.split()) > 12)
-    words = heldout_sentence.split()
-    near_copy = " ".join(words[:-1] + ["differently."])
-    documents[11] = [*documents[11], near_copy]
-    train, heldout, dropped = main_job_data.split_heldout(documents)
+def test_split_holds_out_two_tenths_of_the_documents_and_drops_near_copies():
+    """Every tenth document for the masked-LM evaluation, every tenth from the fifth on for the
+    transfer tasks; no training sentence shares an 8-word run with either."""
+    documents, sources = main_job_data.corpus_documents(())
+    assert documents == deduplicate_sentences(builtin_documents()) and len(sources) == len(documents)
+    # Help topics, then modules of the standard library, by name.
+    assert sources[0].startswith("help:") and "email.message" in sources
+    assert all(s.startswith("help:") or s.split(".")[0] in sys.stdlib_module_names for s in sources)
+    documents = documents[:200]
+    # A near-copy of a held-out sentence (one word changed) inside a training document; and of a
+    # sentence kept out for the tasks.
+    near_copies = []
+    for kept_out in (10, 15):
+        words = next(s for s in documents[kept_out] if len(s.split()) > 12).split()
+        near_copies.append(" ".join(words[:-1] + ["differently."]))
+        documents[kept_out + 1] = [*documents[kept_out + 1], near_copies[-1]]
+    train, heldout, kept_out, dropped = main_job_data.split_heldout(documents)
     assert heldout == documents[::10]
-    assert near_copy not in {s for d in train for s in d} and dropped >= 1
-    heldout_ngrams = {g for d in heldout for s in d for g in _ngrams(s)}
-    assert not [s for d in train for s in d if _ngrams(s) & heldout_ngrams]
+    assert kept_out == sorted(list(range(0, 200, 10)) + list(range(5, 200, 10)))
+    train_sentences = {s for d in train for s in d}
+    assert not train_sentences & set(near_copies) and dropped >= 2
+    assert not train_sentences & {s for i in kept_out for s in documents[i]}
+    kept_out_ngrams = {g for i in kept_out for s in documents[i] for g in _ngrams(s)}
+    assert not [s for s in train_sentences if _ngrams(s) & kept_out_ngrams]
     kept = sum(len(d) for d in train)
-    assert kept + dropped >= sum(len(d) for i, d in enumerate(documents) if i % 10) - 2 * len(documents)
+    assert kept + dropped >= sum(len(d) for i, d in enumerate(documents) if i % 5) - 2 * len(documents)
     assert dropped < 0.05 * kept  # near-copies are rare once sentences are deduplicated
     with pytest.raises(ValueError, match="every must be >= 2"):
         main_job_data.split_heldout(documents, every=1)
@@ -67,11 +80,14 @@ def test_build_writes_everything_and_reuses_it(demo_data, tmp_path):
     root = pathlib.Path(data.vocab_file).parent
     assert data.vocab_file == str(root / "vocab.txt") and len(data.shown_sentences) == 3
     assert data.corpus["documents"] == 60 and data.corpus["heldout_documents"] == 6
+    assert data.corpus["task_documents"] == 6
     files = sorted(p.name for p in (root / "data").iterdir())
-    assert files == ["heldout.tfrecord", "heldout_documents.json", "manifest.json"] + [
+    assert files == ["heldout.tfrecord", "manifest.json", "task_documents.json"] + [
         f"train-{i}.tfrecord" for i in range(4)]
-    heldout = main_job_data.read_heldout_documents(data.heldout_documents_file)
-    assert len(heldout) == 6 and all(isinstance(s, str) for d in heldout for s in d)
+    documents, sources = main_job_data.read_task_documents(data.task_documents_file)
+    everything, all_sources = main_job_data.corpus_documents(())
+    assert documents == [everything[i] for i in range(60) if i % 5 == 0]
+    assert sources == [all_sources[i] for i in range(60) if i % 5 == 0]
     manifest = json.loads((root / "data" / "manifest.json").read_text())
     assert manifest["settings"]["vocab_size"] == 300 and manifest["corpus"] == data.corpus
     stamps = {p.name: p.stat().st_mtime_ns for p in (root / "data").iterdir()}

@@ -1,5 +1,6 @@
-"""tpu/main_job_transfer.py: the held-out "same document?" task (split by document, held-out text
-only) and the pre-trained vs random-init comparison, on a one-layer model and synthetic documents."""
+"""tpu/main_job_transfer.py: the transfer suite's tasks (labelled by source, split by document,
+balanced, from the documents given only) and the pre-trained vs random-init comparison, on a
+one-layer model and synthetic documents."""
 
 import main_job_transfer as transfer
 import numpy as np
@@ -10,12 +11,14 @@ from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models import BertEncoder
 
 WORDS = ["module", "object", "string", "file", "array", "axis", "layer", "model"]
+SOURCES = ["help:assert", "json.decoder", "numpy._core.fromnumeric", "tensorflow.python.ops.math_ops",
+           "keras.src.layers.core.dense", "absl.flags"]
 
 
-def documents(count: int, offset: int = 0) -> list[list[str]]:
-    """`count` documents of three sentences each, every sentence unique (numbered)."""
-    return [[f"the {WORDS[(i + k) % 8]} and the {WORDS[(i + k + 1) % 8]} {offset + 10 * i + k} ." for k in range(3)]
-            for i in range(count)]
+def documents(count: int, offset: int = 0, sentences: int = 3) -> list[list[str]]:
+    """`count` documents of `sentences` sentences each, every sentence unique (numbered)."""
+    return [[f"the {WORDS[(i + k) % 8]} and the {WORDS[(i + k + 1) % 8]} {offset + 1000 * i + k} ."
+             for k in range(sentences)] for i in range(count)]
 
 
 @pytest.fixture(scope="module")
@@ -27,54 +30,86 @@ def vocab_file(tmp_path_factory):
     return str(path)
 
 
-def test_same_document_task_pairs_held_out_sentences_split_by_document():
-    heldout = documents(16) + [["a lone sentence ."]]
-    training_text = documents(5, offset=1000)  # what pre-training saw: must not reach the task
-    task = transfer.same_document_task(heldout, num_pairs=(200, 60, 60), seed=3)
-    document_of = {s: i for i, d in enumerate(heldout) for s in d}
-    used = []
-    for first, second, labels in (task.train, task.validation, task.test):
-        assert len(first) == len(second) == len(labels) and labels.dtype == np.int32
-        assert labels.mean() == 0.5  # balanced: pair k is labelled k % 2
-        assert not {s for d in training_text for s in d} & (set(first) | set(second))
-        assert "a lone sentence ." not in set(first) | set(second)  # one-sentence documents have no pair
-        for a, b, label in zip(first, second, labels):
-            assert a != b and (document_of[a] == document_of[b]) == bool(label)
-        used.append({document_of[s] for s in first + second})
-    assert [len(documents) for documents in used] == [8, 4, 4]  # 16 usable: 8 train, 4 validation, 4 test
-    assert not used[0] & used[2] and not used[1] & used[2] and not used[0] & used[1]
-    again = transfer.same_document_task(heldout, num_pairs=(200, 60, 60), seed=3)
-    assert again.test[0] == task.test[0] and again.test[1] == task.test[1]
+def test_tasks_are_labelled_by_source_split_by_document_and_balanced():
+    kept_out = documents(60, sentences=12)
+    sources = [SOURCES[i % len(SOURCES)] for i in range(len(kept_out))]
+    training_text = {s for d in documents(5, offset=500) for s in d}  # what pre-training saw
+    sizes = (10, 4, 8)
+    tasks = transfer.build_tasks(kept_out, sources, sizes=sizes, seed=3)
+    assert list(tasks) == ["python_or_package", "numpy_or_tensorflow", "keras_or_tensorflow"]
+    document_of = {s: i for i, d in enumerate(kept_out) for s in d}
+    package = {"help:assert": "python", "json.decoder": "python"}
+    for name, task in tasks.items():
+        classes = transfer.TASKS[name][1]
+        used = []
+        for (sentences, labels), size in zip((task.train, task.validation, task.test), sizes):
+            assert len(sentences) == len(labels) == 2 * size and labels.dtype == np.int32
+            assert np.bincount(labels).tolist() == [size, size]  # balanced
+            assert len(set(sentences)) == len(sentences) and not training_text & set(sentences)
+            for sentence, label in zip(sentences, labels):
+                source = sources[document_of[sentence]]
+                expected = package.get(source, "package") if name == "python_or_package" else source.split(".")[0]
+                assert classes[label] == expected, (name, sentence, source)
+            used.append({document_of[s] for s in sentences})
+        # Split by document: no document gives sentences to two splits.
+        assert not used[0] & used[1] and not used[0] & used[2] and not used[1] & used[2], name
+    again = transfer.build_tasks(kept_out, sources, sizes=sizes, seed=3)
+    assert all(again[name].test[0] == task.test[0] for name, task in tasks.items())
+    # A long document gives at most MAX_SENTENCES_PER_DOCUMENT sentences, evenly spaced.
+    long = documents(1, offset=100_000, sentences=3 * transfer.MAX_SENTENCES_PER_DOCUMENT)
+    tasks = transfer.build_tasks(long + kept_out, ["absl.logging"] + sources, sizes=sizes)
+    task = tasks["python_or_package"]
+    drawn = set(task.train[0] + task.validation[0] + task.test[0]) & set(long[0])
+    assert drawn and drawn <= set(long[0][::3][: transfer.MAX_SENTENCES_PER_DOCUMENT])
 
 
-def test_same_document_task_needs_two_documents_per_split():
-    with pytest.raises(ValueError, match="7 held-out documents have two sentences or more; 8 are needed"):
-        transfer.same_document_task(documents(7) + [["one ."]] * 5)
+def test_too_few_documents_for_a_task_is_one_error_naming_it():
+    kept_out = documents(12, sentences=12)
+    with pytest.raises(ValueError, match=r"^task python_or_package: 0 package sentences for its train split"):
+        transfer.build_tasks(kept_out, ["json.decoder"] * 12, sizes=(10, 4, 8))
+    sources = ["numpy.linalg"] + ["json.decoder", "tensorflow.python.ops"] * 5 + ["keras.ops"]
+    with pytest.raises(ValueError, match=r"^task numpy_or_tensorflow: [0-9] numpy sentences for its \w+ split from "
+                                         r"the documents kept out of pre-training, \d+ needed\.$"):
+        transfer.build_tasks(kept_out, sources, sizes=(10, 4, 8))
+    # TensorFlow's copy of Keras is in neither class of keras_or_tensorflow (a package all the same).
+    label_of = {name: rule for name, (_, _, rule) in transfer.TASKS.items()}
+    assert [label_of["keras_or_tensorflow"](s) for s in ("keras.src.ops", "tensorflow.python.ops",
+                                                         "tensorflow.python.keras.layers", "numpy")] == [0, 1, None, None]
+    assert label_of["python_or_package"]("tensorflow.python.keras.layers") == 1
+    with pytest.raises(ValueError, match="12 documents but 11 sources"):
+        transfer.build_tasks(kept_out, sources[:11])
 
 
 @pytest.mark.slow
-def test_transfer_gain_compares_both_sides_on_the_test_split(vocab_file, tmp_path):
-    task = transfer.same_document_task(documents(16), num_pairs=(64, 32, 32))
+def test_transfer_suite_compares_both_sides_on_every_task(vocab_file, tmp_path):
+    kept_out = documents(30, sentences=20)
+    sources = [("json.decoder", "numpy.linalg", "tensorflow.python.ops", "keras.src.ops")[i % 4] for i in range(30)]
+    tasks = transfer.build_tasks(kept_out, sources, sizes=(24, 8, 16))
+    tasks = {name: tasks[name] for name in ("python_or_package", "numpy_or_tensorflow")}
     config = BertConfig.preset("tiny", vocab_size=36, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                                num_hidden_layers=1, max_position_embeddings=24)
     encoder = BertEncoder(config)
     before = [w.copy() for w in encoder.get_weights()]
-    result = transfer.transfer_gain(encoder, vocab_file, task, seq_length=24, seeds=(1,),
-                                    learning_rates=(1e-5, 1e-2), epochs=1)
+    grid = (1e-2, 1e-5, 1e-2)  # a rate twice: each run starts afresh (weights, optimizer state, shuffling)
+    result = transfer.transfer_suite(encoder, vocab_file, tasks, seq_length=24, learning_rates=grid, epochs=1)
     assert all(np.array_equal(a, b) for a, b in zip(before, encoder.get_weights()))  # fine-tuned copies only
-    assert result["pairs"] == [64, 32, 32]
-    for side in ("pretrained", "scratch"):
-        assert 0 <= result[f"{side}_accuracy"] <= 1
-        assert len(result["validation"][side]) == 2
-        chosen = int(np.argmax(result["validation"][side]))
-        assert result[f"{side}_learning_rate"] == (1e-5, 1e-2)[chosen]
-    assert result["gain"] == pytest.approx(100 * (result["pretrained_accuracy"] - result["scratch_accuracy"]))
-    assert result["majority_accuracy"] == pytest.approx(0.5)
+    assert set(result["tasks"]) == set(tasks) and result["grid"] == list(grid) and result["seq_length"] == 24
+    for task in result["tasks"].values():
+        assert (task["train_examples"], task["validation_examples"], task["test_examples"]) == (48, 16, 32)
+        assert task["majority"] == pytest.approx(0.5)
+        for side in ("pretrained", "random_init"):
+            assert 0 <= task[side] <= 1 and len(task["validation"][side]) == 3
+            assert task["validation"][side][0] == task["validation"][side][2]
+            assert task["learning_rates"][side] == grid[int(np.argmax(task["validation"][side]))]
+        assert task["gain"] == pytest.approx(100 * (task["pretrained"] - task["random_init"]))
+    assert result["mean_gain"] == pytest.approx(np.mean([t["gain"] for t in result["tasks"].values()]))
     printed = transfer.format_result(result)
-    assert "same document" in printed and f"gain {result['gain']:+.1f} points" in printed
+    assert "48 / 16 / 32 to fine-tune / choose the learning rate among 0.01, 1e-05, 0.01 / test" in printed
+    assert f"mean gain {result['mean_gain']:+.1f} points" in printed
     transfer.write_summaries(str(tmp_path), result, step=7)
     events = [e for f in tmp_path.glob("events.*") for e in tf.compat.v1.train.summary_iterator(str(f))]
-    tags = {v.tag: (e.step, tf.make_ndarray(v.tensor)) for e in events for v in e.summary.value}
-    assert tags["transfer/gain_points"][0] == 7
-    assert float(tags["transfer/gain_points"][1]) == pytest.approx(result["gain"], rel=1e-5)
-    assert float(tags["transfer/pretrained_accuracy"][1]) == pytest.approx(result["pretrained_accuracy"], rel=1e-5)
+    tags = {v.tag: (e.step, float(tf.make_ndarray(v.tensor))) for e in events for v in e.summary.value}
+    assert tags["transfer/mean_gain_points"] == (7, pytest.approx(result["mean_gain"], rel=1e-5))
+    task = result["tasks"]["numpy_or_tensorflow"]
+    assert tags["transfer/numpy_or_tensorflow/random_init"] == (7, pytest.approx(task["random_init"], rel=1e-5))
+    assert len(tags) == 1 + 4 * len(tasks)

@@ -1,5 +1,6 @@
-"""tpu/pretrain.py: the main job, shortened by flags (with dynamic masking), killed with SIGKILL mid-way,
-resumed and learning, then rerun; flag checks; bad input as one error line. One main-job folder is
+"""tpu/pretrain.py: the main job, shortened by flags (with dynamic masking and two sequence lengths),
+killed with SIGKILL in its long-sequence phase, resumed and learning, then rerun, skipping the transfer
+suite its corpus is too small for; flag checks; bad input as one error line. One main-job folder is
 shared by the tests that read one; flag and bad-input runs call the script in this process."""
 
 import importlib.util
@@ -7,7 +8,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,14 +28,16 @@ from keras_bert_lite.optimization import WarmupLinearDecay
 SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
 # The main job runs in fresh processes (killed and resumed): one worker builds it, for every test here.
 pytestmark = pytest.mark.subprocess
-STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY = 200, 20, 1e-3, 50
+STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY, LONG_STEPS = 200, 20, 1e-3, 50, 150
 FLAGS = [
-    "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10",
+    "--corpus_packages=", "--max_documents=120", "--vocab_size=600", "--max_seq_length=32", "--max_predictions_per_seq=5",
+    "--long_seq_length=64", f"--long_steps={LONG_STEPS}",  # steps 51-200 at 64 tokens (10 predictions)
     "--train_batch_size=32", f"--num_train_steps={STEPS}", f"--num_warmup_steps={WARMUP}",
     f"--learning_rate={LEARNING_RATE}", "--steps_per_loop=25", f"--save_checkpoints_steps={SAVE_EVERY}",
-    "--num_examples_to_show=2", "--dynamic_masking", "--transfer_learning_rates=",
+    "--num_examples_to_show=2", "--dynamic_masking",
 ]
-KILL_AFTER = 2 * SAVE_EVERY
+KILL_AFTER = 2 * SAVE_EVERY  # in the long phase
+SKIPPED = "Transfer suite skipped: too few documents kept out of pre-training (task python_or_package: "
 TIMEOUT = 400
 
 
@@ -68,16 +70,22 @@ def killed_and_resumed(tmp_path_factory):
     after_kill = sorted(int(p.name[len("ckpt-"): -len(".index")]) for p in (output / "checkpoints").glob("ckpt-*.index"))
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    return output, after_kill, second.stdout, second.stderr
+    return output, after_kill, second.stdout, second.stderr, (output.parent / "run1.log").read_text()
 
 
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_final_step(killed_and_resumed):
-    output, after_kill, _, _ = killed_and_resumed
+    output, after_kill, _, _, first_log = killed_and_resumed
     metrics = json.loads((output / "metrics.json").read_text())
     resumed_from = metrics["train"]["resumed_from"]
     assert resumed_from == after_kill[-1] >= KILL_AFTER
     assert metrics["train"]["step"] == STEPS
+    # Run 1 went from the 32-token data to the 64-token data (10 predictions) after step 50, was
+    # killed in that phase, and run 2 resumed in it.
+    assert f"step {STEPS - LONG_STEPS}: new data." in first_log
+    long_data = json.loads((output / "data_long" / "manifest.json").read_text())["settings"]
+    assert (long_data["max_seq_length"], long_data["max_predictions_per_seq"]) == (64, 10)
+    assert long_data["vocab_file"] == str(output / "vocab.txt")
     # Every checkpoint on disk is complete and readable; no partial files are left behind.
     directory = output / "checkpoints"
     for index in directory.glob("ckpt-*.index"):
@@ -101,7 +109,7 @@ def test_killed_run_resumes_to_the_same_final_step(killed_and_resumed):
 
 @pytest.mark.slow
 def test_main_job_learns_and_writes_everything(killed_and_resumed):
-    output, _, stdout, stderr = killed_and_resumed
+    output, _, stdout, stderr, _ = killed_and_resumed
     if tf_startup.cuda_driver_missing():
         assert "cuInit" not in stderr, stderr[-2000:]  # no GPU probe on a machine without a driver
     metrics = json.loads((output / "metrics.json").read_text())
@@ -146,7 +154,7 @@ def _scripts():
 def test_a_rerun_reports_the_same_results_and_exits_0(killed_and_resumed, capfd):
     """Killed after the last checkpoint (before its evaluation), the same command evaluates the
     final step and prints the same report; rerun once finished, it prints it again from metrics.json."""
-    output, _, stdout, _ = killed_and_resumed
+    output, _, stdout, _, _ = killed_and_resumed
     metrics = json.loads((output / "metrics.json").read_text())
     evaluations = json.loads((output / "evaluations.json").read_text())
     assert [e["step"] for e in evaluations] == [STEPS] and evaluations == metrics["evaluations"]
@@ -260,6 +268,15 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--num_train_steps=0": "--num_train_steps must be positive",
         "--transfer_learning_rates=1e-3,x": "--transfer_learning_rates must be positive numbers",
         "--transfer_learning_rates=0": "--transfer_learning_rates must be positive numbers",
+        "--transfer_epochs=0": "--transfer_epochs must be positive",
+        "--long_seq_length=0 --long_steps=5": "--long_steps only apply with --long_seq_length",
+        "--max_seq_length=64 --long_predictions_per_seq=9": "--long_predictions_per_seq only apply with --long_seq_l",
+        "--long_seq_length=32": "--long_seq_length=32 must be longer than --max_seq_length=32 (or 0)",
+        "--long_seq_length=64 --long_steps=5 --num_train_steps=5": "--long_steps=5 must be in [1, --num_train_steps=5)",
+        "--long_seq_length=64 --long_predictions_per_seq=65": "--long_predictions_per_seq=65 must be in [1, "
+                                                             "--long_seq_length=64]",
+        "--input_files=x.tfrecord --vocab_file=v.txt --long_seq_length=64":
+            "--input_files with --long_seq_length needs --long_input_files",
         "--num_train_steps=20 unexpected": "unexpected arguments: unexpected (flags are --name=value).",
     }
     # Valid flags get as far as reading the input files: a vocabulary that is not there.
@@ -286,41 +303,29 @@ def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
 
 
 @pytest.mark.slow
-def test_transfer_fine_tunes_both_sides_reports_and_reruns(killed_and_resumed, tmp_path, capfd):
-    """The finished job rerun with --transfer_learning_rates (a copy of its folder): it fine-tunes the
-    encoder and a random-init twin on the held-out "same document?" task, prints both, writes them to
-    metrics.json and TensorBoard; rerun once more, it prints them again from metrics.json."""
-    output = tmp_path / "pretrain"
-    shutil.copytree(killed_and_resumed[0], output)
-    flags = [f for f in FLAGS if not f.startswith("--transfer_learning_rates")] + [
-        "--transfer_learning_rates=1e-3", "--transfer_pairs=200"]
-    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *flags)
-    assert code == 0, err[-3000:]
-    transfer = json.loads((output / "metrics.json").read_text())["transfer"]
-    assert transfer["learning_rates"] == [1e-3] and transfer["pairs"] == [200, 67, 67]
-    assert transfer["pretrained_learning_rate"] == transfer["scratch_learning_rate"] == 1e-3
-    for side in ("pretrained", "scratch"):
-        assert 0.2 < transfer[f"{side}_accuracy"] < 1, transfer
-    assert transfer["gain"] == pytest.approx(100 * (transfer["pretrained_accuracy"] - transfer["scratch_accuracy"]))
-    printed = out[out.index("Transfer to a held-out task"):].strip()
-    assert f"gain {transfer['gain']:+.1f} points" in printed
-    gains = {}
-    for events in (output / "summaries" / "eval").glob("events.out.tfevents.*"):
-        gains.update(_scalars(events, "transfer/gain_points"))
-    assert gains == {STEPS: pytest.approx(transfer["gain"], rel=1e-5)}
-    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *flags)
-    assert code == 0 and "finished run of 200 steps" in out, err[-3000:]
-    assert out[out.index("Transfer to a held-out task"):].strip() == printed
+def test_a_corpus_too_small_for_the_transfer_suite_skips_it_with_one_line(killed_and_resumed, capfd):
+    """The killed run, its resumed run and a rerun of the finished one each say once why the suite
+    is skipped; only a transfer flag set explicitly stops such a run, before training."""
+    output, _, stdout, _, first_log = killed_and_resumed
+    for printed in (first_log, stdout):
+        assert printed.count("Transfer suite skipped") == 1 and SKIPPED in printed
+    line = next(line for line in stdout.splitlines() if line.startswith(SKIPPED))
+    assert re.fullmatch(r".*: \d+ (python|package) sentences for its train split from the documents kept out "
+                        r"of pre-training, 250 needed\.\)", line), line
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["transfer_skipped"] == line and "transfer" not in metrics
+    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *FLAGS)
+    assert code == 0 and "finished run of 200 steps" in out and out.count(line) == 1, err[-3000:]
 
 
 @pytest.mark.slow
-def test_too_few_held_out_documents_for_the_transfer_task_stop_before_training(tmp_path, capfd):
+def test_a_transfer_flag_set_on_too_small_a_corpus_stops_before_training(tmp_path, capfd):
     error = _scripts().one_error(SCRIPT, capfd, "--corpus_packages=", "--max_documents=40", "--vocab_size=300",
                                  "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",
-                                 f"--output_dir={tmp_path}/out")
-    assert re.match(r"--transfer_learning_rates: same_document_task: [0-4] held-out documents have two sentences "
-                    r"or more; 8 are needed \(two per split\)\. Use a larger --max_documents, or "
-                    r"--transfer_learning_rates= to skip the transfer task\.$", error), error
+                                 "--transfer_epochs=2", f"--output_dir={tmp_path}/out")
+    assert re.match(r"--transfer_epochs: the transfer suite needs more documents: task python_or_package: \d+ "
+                    r"(python|package) sentences for its train split .*, 250 needed\. Use a larger --max_documents, or "
+                    r"--transfer_learning_rates= to skip it\.$", error), error
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 

@@ -238,3 +238,32 @@ def test_a_resume_with_a_changed_schedule_is_logged(jobs, tmp_path, caplog):
         assert ("Resuming at step 3 with a changed schedule (num_train_steps 3 -> 5; learning_rate" in caplog.text
                 and "from step 4 on, the learning rate follows the new schedule" in caplog.text) is warned, caplog.text
     assert json.loads((tmp_path / "schedule.json").read_text())["num_train_steps"] == 5
+
+
+@pytest.mark.slow
+def test_new_data_steps_switch_to_longer_sequences_and_resume_in_either_phase(jobs, tmp_path):
+    """BERT's two lengths: 8-token examples, then 16-token ones from step 2; a run resumed at step 4
+    asks for the second phase's data from that step."""
+    features, labels = jobs.synthetic_examples(8 * 6)
+    calls = []
+
+    def dataset_fn(context, start_step):
+        length = jobs.SEQ if start_step >= 2 else jobs.SEQ // 2  # masked positions are < SEQ // 2
+        calls.append((start_step, length))
+        short = {name: value[:, :length] if name != "masked_lm_positions" else value
+                 for name, value in features.items()}
+        return jobs.dataset_fn((short, labels), 8)(context, start_step)
+
+    loop = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    result = run_pretraining(loop, dataset_fn, num_train_steps=6, model_dir=str(tmp_path), steps_per_loop=5,
+                             save_checkpoints_steps=2, progress=False, new_data_steps=[2])
+    assert result["step"] == 6 and calls == [(0, 8), (2, 16)]
+    for path in (tmp_path / CHECKPOINT_SUBDIR).glob("ckpt-6*"):  # as if killed before the last checkpoint
+        path.unlink()
+    calls.clear()
+    fresh = jobs.build(tf.distribute.get_strategy(), 8, num_train_steps=6)
+    result = run_pretraining(fresh, dataset_fn, num_train_steps=6, model_dir=str(tmp_path), steps_per_loop=5,
+                             save_checkpoints_steps=2, progress=False, new_data_steps=[2])
+    assert result["resumed_from"] == 4 and result["step"] == 6 and calls == [(4, 16)]
+    with pytest.raises(ValueError, match=r"new_data_steps must be in \(0, num_train_steps=6\)"):
+        run_pretraining(fresh, dataset_fn, num_train_steps=6, model_dir=str(tmp_path), new_data_steps=[6])
