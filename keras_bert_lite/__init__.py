@@ -41,6 +41,7 @@ from keras_bert_lite.models import (
     BertClassifier,
     BertEncoder,
     BertFeatureExtractor,
+    BertMaskedLM,
     BertPretrainer,
     BertSpanLabeler,
     BertTokenClassifier,
