@@ -62,6 +62,17 @@ def mlm(hf_mlm_dir):
     return kbl.BertMaskedLM.from_checkpoint(hf_mlm_dir, seq_length=32)
 
 
+WORDS = "the a cat dog sat on mat log and quick brown fox jumped over lazy line of plain text about weather sea".split()
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A tiny model on a 27-token vocabulary: cheap to fit."""
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *(str(i) for i in range(8))]
+    config = kbl.BertConfig.preset("tiny", vocab_size=len(vocabulary), max_position_embeddings=32)
+    return kbl.BertMaskedLM(kbl.BertEncoder(config), kbl.BertPreprocessor(vocabulary, seq_length=16))
+
+
 def _pipeline(folder):
     return transformers.pipeline("fill-mask", model=folder, device="cpu")
 
@@ -78,6 +89,7 @@ def _assert_same_predictions(ours, theirs):
             _assert_same_predictions(mine, ref)
 
 
+@pytest.mark.slow
 def test_fill_mask_matches_transformers_pipeline(mlm, hf_mlm_dir):
     pipe = _pipeline(hf_mlm_dir)
     ours = mlm.fill_mask(TEXTS, top_k=5)
@@ -88,19 +100,22 @@ def test_fill_mask_matches_transformers_pipeline(mlm, hf_mlm_dir):
     _assert_same_predictions(mlm.fill_mask(TEXTS[0], top_k=3), pipe(TEXTS[0], top_k=3))
 
 
-def test_mask_written_in_text_whatever_the_casing(mlm):
+def test_mask_written_in_text_whatever_the_casing(small):
     # An uncased vocabulary lower-cases text; "[MASK]" is still the mask token, "[mask]" is text.
-    assert mlm.preprocessor.tokenizer.lower_case
+    assert small.preprocessor.tokenizer.lower_case
+    assert len(small.fill_mask("The CAT [MASK] on the mat.", top_k=2)) == 2
     with pytest.raises(ValueError, match=r"texts\[0\] has no \[MASK\]"):
-        mlm.fill_mask(["the capital of france is [mask]."])
+        small.fill_mask(["the cat [mask] on the mat"])
 
 
+@pytest.mark.slow
 def test_save_hf_checkpoint_keeps_the_head_for_the_pipeline(mlm, tmp_path):
     folder = kbl.save_hf_checkpoint(mlm, tmp_path / "hf", mlm.preprocessor)
     assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
     _assert_same_predictions(mlm.fill_mask(TEXTS), _pipeline(folder)(TEXTS))
 
 
+@pytest.mark.slow
 def test_save_google_checkpoint_keeps_the_head(mlm, tmp_path):
     kbl.save_google_checkpoint(mlm, tmp_path / "google" / "bert_model.ckpt", mlm.preprocessor)
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "google" / "bert_model.ckpt"))}
@@ -109,6 +124,7 @@ def test_save_google_checkpoint_keeps_the_head(mlm, tmp_path):
     _assert_same_predictions(again.fill_mask(TEXTS), mlm.fill_mask(TEXTS))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_without_the_head_gets_a_new_tied_head(tmp_path, minilm_dir, caplog):
     torch.manual_seed(1)
     folder = _hf_folder(tmp_path / "bert_model", transformers.BertModel(_hf_config()), minilm_dir)
@@ -120,6 +136,7 @@ def test_a_checkpoint_without_the_head_gets_a_new_tied_head(tmp_path, minilm_dir
     assert len(model.fill_mask("a [MASK] day", top_k=2)) == 2
 
 
+@pytest.mark.slow
 def test_our_pretraining_folder_loads_the_trained_head(tmp_path, real_vocab_file):
     pretrainer = kbl.BertPretrainer(kbl.BertEncoder(kbl.BertConfig.preset("tiny", vocab_size=30522)))
     pretrainer.masked_lm.output_bias.assign(np.linspace(-1, 1, 30522, dtype="float32"))
@@ -132,6 +149,7 @@ def test_our_pretraining_folder_loads_the_trained_head(tmp_path, real_vocab_file
             np.testing.assert_array_equal(keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs))
 
 
+@pytest.mark.slow
 def test_partial_head_is_an_error(tmp_path, hf_mlm_dir):
     import safetensors.numpy
 
@@ -144,42 +162,42 @@ def test_partial_head_is_an_error(tmp_path, hf_mlm_dir):
         kbl.BertMaskedLM.from_checkpoint(folder, seq_length=16)
 
 
-def test_masking_in_the_pipeline(mlm):
+def test_masking_in_the_pipeline(small):
     """Ported from KerasHub's BertMaskedLMPreprocessor tests (mask_token_rate=1, no random tokens:
     every selected token becomes [MASK]; labels are the original ids; weights mark the real ones)."""
-    model = kbl.BertMaskedLM(mlm.encoder, mlm.preprocessor, max_predictions_per_seq=4, mask_token_rate=1.0,
+    model = kbl.BertMaskedLM(small.encoder, small.preprocessor, max_predictions_per_seq=4, mask_token_rate=1.0,
                              random_token_rate=0.0)
-    texts = ["the quick brown fox jumped over the lazy dog", "a b"]
+    texts = ["the quick brown fox jumped over the lazy dog", "a cat"]
     features, labels, weights = next(iter(model.text_batches(texts, batch_size=2)))
-    original = mlm.preprocessor(texts)["input_word_ids"].numpy()
+    original = small.preprocessor(texts)["input_word_ids"].numpy()
     assert features["masked_lm_positions"].shape == labels.shape == weights.shape == (2, 4)
     # round(11 tokens * 0.15) = 2 and max(1, round(4 * 0.15)) = 1 predictions, as in BERT's data code.
     np.testing.assert_array_equal(weights.numpy().sum(axis=1), [2, 1])
     for row in range(2):
         real = features["masked_lm_positions"][row].numpy()[weights[row].numpy() > 0]
-        np.testing.assert_array_equal(features["input_word_ids"].numpy()[row, real], mlm.preprocessor.tokenizer.mask_id)
+        np.testing.assert_array_equal(features["input_word_ids"].numpy()[row, real], small.preprocessor.tokenizer.mask_id)
         np.testing.assert_array_equal(labels.numpy()[row, : len(real)], original[row, real])
-        untouched = np.setdiff1d(np.arange(32), real)
+        untouched = np.setdiff1d(np.arange(16), real)
         np.testing.assert_array_equal(features["input_word_ids"].numpy()[row, untouched], original[row, untouched])
 
 
-def test_masks_are_new_each_fit_epoch_and_fixed_for_evaluate(mlm):
+def test_masks_are_new_each_fit_epoch_and_fixed_for_evaluate(small):
     texts = [f"line {i} of plain text about the weather and the sea" for i in range(8)]
 
     def positions(batches):
         return np.concatenate([f["masked_lm_positions"].numpy() for f, _, _ in batches])
 
-    fitted = mlm.text_batches(texts, batch_size=4, new_masks=True)
+    fitted = small.text_batches(texts, batch_size=4, new_masks=True)
     assert not np.array_equal(positions(fitted), positions(fitted))
-    evaluated = mlm.text_batches(texts, batch_size=4)
+    evaluated = small.text_batches(texts, batch_size=4)
     np.testing.assert_array_equal(positions(evaluated), positions(evaluated))
 
 
-def test_default_loss_is_berts_masked_lm_loss(mlm):
-    features, labels, weights = next(iter(mlm.text_batches(["the cat sat on the mat"] * 3, batch_size=3)))
-    logits = mlm(features)
-    mlm.compile()
-    ours = mlm.loss(labels, logits, sample_weight=weights)
+def test_default_loss_is_berts_masked_lm_loss(small):
+    features, labels, weights = next(iter(small.text_batches(["the cat sat on the mat"] * 3, batch_size=3)))
+    logits = small(features)
+    small.compile()
+    ours = small.loss(labels, logits, sample_weight=weights)
     bert = pretraining_statistics(
         {"masked_lm_ids": labels, "masked_lm_weights": weights, "next_sentence_labels": tf.zeros([3, 1], tf.int32)},
         {"mlm_logits": logits, "nsp_logits": tf.zeros([3, 2])},
@@ -187,49 +205,49 @@ def test_default_loss_is_berts_masked_lm_loss(mlm):
     assert float(ours) == pytest.approx(float(bert), rel=1e-4)  # BERT adds 1e-5 to the weight sum
 
 
-def test_fit_on_raw_text_learns_and_keras_file_is_exact(tmp_path, mlm):
+@pytest.mark.slow
+def test_fit_on_raw_text_learns_and_keras_file_is_exact(tmp_path, small):
     """Ported from KerasHub's BertMaskedLM test: fit on raw strings, then save and load."""
     keras.utils.set_random_seed(3)
-    model = kbl.BertMaskedLM(kbl.BertEncoder(mlm.encoder.config), mlm.preprocessor, max_predictions_per_seq=5)
+    model = kbl.BertMaskedLM(kbl.BertEncoder(small.encoder.config), small.preprocessor, max_predictions_per_seq=5)
     texts = ["the cat sat on the mat", "the dog sat on the log", "a cat and a dog"] * 8
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
     before = model.evaluate(texts, return_dict=True, verbose=0)
     model.fit(texts, epochs=6, batch_size=8, verbose=0)
     after = model.evaluate(texts, return_dict=True, verbose=0)
     assert after["loss"] < before["loss"] - 1.0 and after["accuracy"] > before["accuracy"] + 0.2
-    assert model.predict(texts[:3], verbose=0).shape == (3, 5, 30522)
+    assert model.predict(texts[:3], verbose=0).shape == (3, 5, small.encoder.config.vocab_size)
+    # Dict features with their labels and weights train too (what the pipeline makes of text).
+    features, labels, weights = next(iter(model.text_batches(texts[:4], batch_size=4)))
+    history = model.fit({name: value.numpy() for name, value in features.items()}, labels.numpy(),
+                        sample_weight=weights.numpy(), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
 
     model.save(tmp_path / "mlm.keras")
     loaded = keras.saving.load_model(tmp_path / "mlm.keras")
     assert isinstance(loaded, kbl.BertMaskedLM) and not loaded.compiled  # no optimizer state
     assert loaded.max_predictions_per_seq == 5
-    features = next(iter(model.text_batches(texts[:3], batch_size=3)))[0]
     np.testing.assert_array_equal(loaded.predict_on_batch(features), model.predict_on_batch(features))
     assert loaded.fill_mask("the [MASK] sat on the mat") == model.fill_mask("the [MASK] sat on the mat")
 
 
-def test_feature_dicts_train_as_well(mlm):
-    features, labels, weights = next(iter(mlm.text_batches(["the cat sat on the mat"] * 4, batch_size=4)))
-    features = {name: value.numpy() for name, value in features.items()}
-    model = kbl.BertMaskedLM(mlm.encoder, mlm.preprocessor)
-    history = model.fit(features, labels.numpy(), sample_weight=weights.numpy(), epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"][0])
-
-
-def test_bad_input(mlm):
+def test_bad_input(small):
     with pytest.raises(ValueError, match=r"texts\[1\] has no \[MASK\]"):
-        mlm.fill_mask(["a [MASK] day", "no mask here"])
+        small.fill_mask(["a [MASK] cat", "no mask here"])
     with pytest.raises(ValueError, match=r"texts\[0\] has no \[MASK\]"):
-        mlm.fill_mask("")
-    with pytest.raises(ValueError, match=r"texts\[0\] has no \[MASK\] within the first 32 tokens"):
-        mlm.fill_mask("word " * 40 + "[MASK]")
+        small.fill_mask("")
+    with pytest.raises(ValueError, match=r"texts\[0\] has no \[MASK\] within the first 16 tokens"):
+        small.fill_mask("cat " * 20 + "[MASK]")
     with pytest.raises(ValueError, match="top_k"):
-        mlm.fill_mask("a [MASK] day", top_k=0)
-    assert mlm.fill_mask([]) == []
+        small.fill_mask("a [MASK] cat", top_k=0)
+    assert small.fill_mask([]) == []
     # More masks than max_predictions_per_seq (which limits training's masking only): all predicted.
-    many = mlm.fill_mask(" ".join(["[MASK]"] * 25), top_k=1)
-    assert len(many) == 25 and mlm.max_predictions_per_seq == 20
+    model = kbl.BertMaskedLM(small.encoder, small.preprocessor, max_predictions_per_seq=2)
+    many = model.fill_mask(" ".join(["[MASK]"] * 5), top_k=1)
+    assert len(many) == 5 and all(len(candidates) == 1 for candidates in many)
     with pytest.raises(ValueError, match="y and sample_weight must be None"):
-        mlm.fit(["the cat sat"], [1])
+        small.fit(["the cat sat"], [1])
     with pytest.raises(ValueError, match="max_predictions_per_seq"):
-        kbl.BertMaskedLM(mlm.encoder, max_predictions_per_seq=0)
+        kbl.BertMaskedLM(small.encoder, max_predictions_per_seq=0)
+    with pytest.raises(ValueError, match="has no preprocessor"):
+        kbl.BertMaskedLM(small.encoder).fill_mask("a [MASK] cat")
