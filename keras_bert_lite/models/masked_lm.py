@@ -347,7 +347,9 @@ class BertMaskedLM(TextTaskModel):
             for row, count in enumerate(num_masks):
                 per_mask = []
                 for m in range(count):
-                    best = np.argsort(-probabilities[row, m], kind="stable")[:top_k]
+                    # Softmax over the model's whole vocabulary (as transformers); candidates
+                    # among the preprocessor's tokens (an encoder's table may have more rows).
+                    best = np.argsort(-probabilities[row, m, : len(tokens)], kind="stable")[:top_k]
                     candidates = []
                     for token in best:
                         filled = ids[row].copy()

@@ -251,3 +251,23 @@ def test_bad_input(small):
         kbl.BertMaskedLM(small.encoder, max_predictions_per_seq=0)
     with pytest.raises(ValueError, match="has no preprocessor"):
         kbl.BertMaskedLM(small.encoder).fill_mask("a [MASK] cat")
+
+
+@pytest.mark.slow
+def test_exported_model_fills_masks_as_fill_mask(tmp_path, small):
+    kbl.export_saved_model(small, small.preprocessor, tmp_path / "export", top_k=3)
+    serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    texts = ["the cat [MASK] on the [MASK].", "no mask here", "a [MASK] dog"]
+    served = {name: value.numpy() for name, value in serve(text=tf.constant(texts)).items()}
+    np.testing.assert_array_equal(served["num_masks"], [2, 0, 1])
+    assert served["token_ids"].shape == served["scores"].shape == served["tokens"].shape == (3, 2, 3)
+    for row, text in ((0, texts[0]), (2, texts[2])):
+        expected = small.fill_mask(text, top_k=3)
+        expected = [expected] if isinstance(expected[0], dict) else expected
+        for m, candidates in enumerate(expected):
+            assert served["token_ids"][row, m].tolist() == [c["token"] for c in candidates]
+            assert [t.decode() for t in served["tokens"][row, m]] == [c["token_str"] for c in candidates]
+            np.testing.assert_allclose(served["scores"][row, m], [c["score"] for c in candidates], atol=1e-6)
+    # A text without [MASK] and the mask slot a one-mask text does not use: padding.
+    assert (served["token_ids"][1] == -1).all() and (served["tokens"][1] == b"").all()
+    assert (served["scores"][2, 1] == 0).all()
