@@ -208,15 +208,27 @@ class BertMaskedLM(TextTaskModel):
         if not isinstance(encoder, BertEncoder):
             raise ValueError(f"{path} holds a {type(saved).__name__}, which has no BertEncoder.")
         preprocessor = make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
-        model = cls(encoder, preprocessor=preprocessor, **kwargs)
-        saved_head = getattr(saved, "masked_lm", None)
-        if saved_head is None:
-            _log_new_head(path)
-        else:
-            for mine, theirs in ((model.masked_lm.transform, saved_head.transform),
-                                 (model.masked_lm.layer_norm, saved_head.layer_norm)):
-                mine.set_weights(theirs.get_weights())
-            model.masked_lm.output_bias.assign(saved_head.output_bias)
+        if getattr(saved, "masked_lm", None) is not None:
+            return cls.from_pretrainer(saved, preprocessor, **kwargs)
+        _log_new_head(path)
+        return cls(encoder, preprocessor=preprocessor, **kwargs)
+
+    @classmethod
+    def from_pretrainer(cls, pretrainer: keras.Model, preprocessor: BertPreprocessor | None = None,
+                        **kwargs) -> BertMaskedLM:
+        """The masked LM of a `BertPretrainer` (or `BertMaskedLM`): its encoder (shared, not
+        copied) and a copy of its masked-LM head's weights, e.g. to `fill_mask` with a model in
+        pre-training.
+
+        Args:
+            pretrainer: a model with `encoder` and `masked_lm` (a `MaskedLMHead`).
+            preprocessor, **kwargs: as for the constructor.
+        """
+        model = cls(pretrainer.encoder, preprocessor=preprocessor, **kwargs)
+        head = pretrainer.masked_lm
+        model.masked_lm.transform.set_weights(head.transform.get_weights())
+        model.masked_lm.layer_norm.set_weights(head.layer_norm.get_weights())
+        model.masked_lm.output_bias.assign(head.output_bias)
         return model
 
     def masker(self) -> MaskedLMMasker:

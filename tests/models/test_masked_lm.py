@@ -21,6 +21,7 @@ import tensorflow as tf
 
 import keras_bert_lite as kbl
 from keras_bert_lite.models.losses import pretraining_statistics
+from keras_bert_lite.models.masked_lm import mask_token_inputs
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -147,6 +148,13 @@ def test_our_pretraining_folder_loads_the_trained_head(tmp_path, real_vocab_file
         model = kbl.BertMaskedLM.from_checkpoint(path, seq_length=16)
         for mine, theirs in zip(model.masked_lm.weights, pretrainer.masked_lm.weights):
             np.testing.assert_array_equal(keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs))
+    # fill_mask's scores are the pre-trainer's own masked-LM probabilities (as the main job shows them).
+    candidates = model.fill_mask("the cat [MASK] on the mat", top_k=3)
+    inputs = mask_token_inputs(model.preprocessor, tf.constant(["the cat [MASK] on the mat"]))
+    inputs.pop("num_masks")
+    probabilities = tf.nn.softmax(pretrainer(inputs)["mlm_logits"][0, 0]).numpy()
+    assert [c["token"] for c in candidates] == np.argsort(-probabilities)[:3].tolist()
+    np.testing.assert_allclose([c["score"] for c in candidates], np.sort(probabilities)[::-1][:3], rtol=1e-5)
 
 
 @pytest.mark.slow
