@@ -199,6 +199,9 @@ def test_masks_are_new_each_fit_epoch_and_fixed_for_evaluate(small):
     assert not np.array_equal(positions(fitted), positions(fitted))
     evaluated = small.text_batches(texts, batch_size=4)
     np.testing.assert_array_equal(positions(evaluated), positions(evaluated))
+    # A tf.data.Dataset of lines is read (and masked) as the list is.
+    lines = small.text_batches(tf.data.Dataset.from_tensor_slices(texts), batch_size=4)
+    np.testing.assert_array_equal(positions(lines), positions(evaluated))
 
 
 def test_default_loss_is_berts_masked_lm_loss(small):
