@@ -24,7 +24,7 @@ from keras_bert_lite.models.checkpoint_folder import (
     loading_lower_case,
 )
 from keras_bert_lite.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import TextTaskModel
+from keras_bert_lite.models.task_model import TextTaskModel, default_optimizer
 from keras_bert_lite.models.text_inputs import holds_text, text_column
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.preprocessor import BertPreprocessor
@@ -36,6 +36,9 @@ KERAS_PRETRAINER_NAME = "pretrainer.keras"
 _HEAD_PREFIXES = {"google": "cls/predictions/", "hugging_face": "cls.predictions."}
 _POOLER_PREFIXES = {"google": "bert/pooler/", "hugging_face": "pooler."}
 _NSP_PREFIXES = ("cls/seq_relationship/", "cls.seq_relationship.")
+# BERT's pre-training rate (the paper's Adam at 1e-4): continued pre-training goes on with the
+# pre-training objective, at its rate rather than fine-tuning's 5e-5.
+PRETRAINING_LEARNING_RATE = 1e-4
 # The masks `evaluate` and `predict` draw on raw text: the same every call, so that scores of
 # one held-out text before and after training compare the same predictions.
 EVALUATION_MASK_SEED = 42
@@ -102,7 +105,8 @@ class BertMaskedLM(TextTaskModel):
     [batch, P] (1 for a real prediction, 0 for padding), made from raw text by the pipeline.
     The default `compile()` uses `SparseCategoricalCrossentropy(from_logits=True,
     reduction="mean_with_sample_weight")`, BERT's masked-LM loss (the weighted mean over the
-    real predictions), and a weighted `accuracy` over them.
+    real predictions), and a weighted `accuracy` over them, with BERT's AdamW at a constant
+    1e-4 (`compile`).
 
     Attributes: `encoder`, `masked_lm` (the `MaskedLMHead`), `preprocessor` and the masking
     arguments above.
@@ -299,6 +303,13 @@ class BertMaskedLM(TextTaskModel):
                                   kwargs.pop("shuffle", True), new_masks=True)
             y = batch_size = None
         return super().fit(x, y, batch_size, **kwargs)
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`TextTaskModel.compile`, whose "auto" optimizer here is BERT's AdamW at its
+        pre-training rate, `PRETRAINING_LEARNING_RATE` (1e-4, constant)."""
+        if isinstance(optimizer, str) and optimizer == "auto":
+            optimizer = default_optimizer(PRETRAINING_LEARNING_RATE)
+        super().compile(optimizer, loss, metrics, **kwargs)
 
     def default_compile_arguments(self) -> dict:
         return {

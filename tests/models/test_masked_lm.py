@@ -214,6 +214,7 @@ def test_default_loss_is_berts_masked_lm_loss(small):
         {"mlm_logits": logits, "nsp_logits": tf.zeros([3, 2])},
     )["mlm_loss"]
     assert float(ours) == pytest.approx(float(bert), rel=1e-4)  # BERT adds 1e-5 to the weight sum
+    assert float(small.optimizer.learning_rate) == pytest.approx(1e-4)  # BERT's pre-training rate
 
 
 @pytest.mark.slow
