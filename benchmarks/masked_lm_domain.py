@@ -29,6 +29,7 @@ from absl import app, flags  # noqa: E402
 from keras_bert_lite.data import builtin_documents  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, deduplicate_sentences  # noqa: E402
 from keras_bert_lite.models import BertMaskedLM  # noqa: E402
+from keras_bert_lite.models.task_model import default_optimizer  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("checkpoint", "output/pretrain", "Checkpoint folder of any kind `from_checkpoint` takes.")
@@ -39,6 +40,7 @@ flags.DEFINE_integer("epochs", 2, "Epochs of fit.")
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_integer("seq_length", 32, "Tokens per line (the main job trains 32).")
 flags.DEFINE_integer("max_predictions_per_seq", 5, "Masked tokens per line (the main job's 5 at 32 tokens).")
+flags.DEFINE_float("learning_rate", 0.0, "AdamW's constant rate; 0: the default compile's.")
 flags.DEFINE_integer("seed", 1, "Seed of the weights' new parts and the training masks and order.")
 
 
@@ -62,6 +64,8 @@ def main(argv):
     train, heldout = domain_lines(FLAGS.domain_package, FLAGS.train_lines, FLAGS.heldout_lines)
     mlm = BertMaskedLM.from_checkpoint(FLAGS.checkpoint, seq_length=FLAGS.seq_length,
                                        max_predictions_per_seq=FLAGS.max_predictions_per_seq)
+    if FLAGS.learning_rate:
+        mlm.compile(optimizer=default_optimizer(FLAGS.learning_rate))
     before = mlm.evaluate(heldout, batch_size=FLAGS.batch_size, return_dict=True, verbose=0)
     start = time.perf_counter()
     mlm.fit(train, epochs=FLAGS.epochs, batch_size=FLAGS.batch_size)
@@ -69,7 +73,7 @@ def main(argv):
     after = mlm.evaluate(heldout, batch_size=FLAGS.batch_size, return_dict=True, verbose=0)
     print(json.dumps({
         "checkpoint": FLAGS.checkpoint, "domain": FLAGS.domain_package, "train_lines": len(train),
-        "heldout_lines": len(heldout), "epochs": FLAGS.epochs, "fit_seconds": round(seconds, 1),
+        "heldout_lines": len(heldout), "epochs": FLAGS.epochs, "learning_rate": float(mlm.optimizer.learning_rate), "fit_seconds": round(seconds, 1),
         "accuracy_before": round(before["accuracy"], 4), "accuracy_after": round(after["accuracy"], 4),
         "loss_before": round(before["loss"], 4), "loss_after": round(after["loss"], 4),
     }))
