@@ -44,6 +44,7 @@ from keras_bert_lite.models import (
     BertClassifier,
     BertEncoder,
     BertFeatureExtractor,
+    BertMaskedLM,
     BertPretrainer,
     BertSentenceEncoder,
     BertSpanLabeler,

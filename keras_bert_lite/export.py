@@ -24,6 +24,7 @@ from keras_bert_lite.data.ner import tag_inputs
 from keras_bert_lite.data.squad.answering import AnswerOptions, answer_questions
 from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
+from keras_bert_lite.models.masked_lm import BertMaskedLM, mask_token_inputs
 from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
 from keras_bert_lite.models.token_classifier import BertTokenClassifier
@@ -64,6 +65,7 @@ def export_saved_model(
     export_dir: str | os.PathLike,
     labels: Sequence[str] | None = None,
     text_pair: bool = False,
+    top_k: int = 5,
     **answer_options,
 ) -> str:
     """Exports a task model with a `serving_default` signature that takes raw strings.
@@ -83,6 +85,14 @@ def export_saved_model(
     |                       | whitespace)                   | [B, W] (padded ""), `tag_ids` int32      |
     |                       |                               | [B, W] (padded -1), `num_words` [B]      |
     | `BertSentenceEncoder` | `text` [B]                    | `embeddings` float32 [B, D]              |
+    | `BertMaskedLM`        | `text` [B] with `[MASK]`s     | `token_ids` int32 [B, M, top_k] (padded  |
+    |                       |                               | -1), `tokens` [B, M, top_k] (padded ""), |
+    |                       |                               | `scores` [B, M, top_k] (padded 0),       |
+    |                       |                               | `num_masks` int32 [B]                    |
+
+    A masked LM fills each `[MASK]` written in a text as its `fill_mask` does (M the batch's
+    largest number of masks, most probable first); a text without one (or whose masks are all
+    past `seq_length`) gets `num_masks` 0 and padding only.
 
     A span model answers as its `predict_answers` does (the same windows and span scoring). Only
     the model's variables are saved, never its optimizer's.
@@ -94,6 +104,7 @@ def export_saved_model(
         export_dir: output folder.
         labels: class (or tag) names in id order; default "0", "1", ...
         text_pair: classifier takes two strings (sentence pairs).
+        top_k: a masked LM's candidates per mask.
         **answer_options: a span model's answering (`max_query_length`, `doc_stride`, `n_best_size`,
             `max_answer_length`, `version_2_with_negative`, `null_score_diff_threshold`,
             `window_batch_size`): the fields of `keras_bert_lite.data.squad.AnswerOptions`.
@@ -119,10 +130,12 @@ def export_saved_model(
     elif isinstance(model, BertSentenceEncoder):  # padding is pooled out: cut it as the classifier does
         endpoint = (lambda text: {"embeddings": model(_without_shared_padding(preprocessor(text)), training=False)},
                     [_STRINGS])
+    elif isinstance(model, BertMaskedLM):
+        endpoint = _fill_mask_endpoint(model, preprocessor, top_k)
     else:
         raise TypeError(
-            f"export_saved_model exports BertClassifier, BertSpanLabeler, BertTokenClassifier or "
-            f"BertSentenceEncoder, got {type(model).__name__}; use export_encoder for a BertEncoder."
+            f"export_saved_model exports BertClassifier, BertSpanLabeler, BertTokenClassifier, "
+            f"BertSentenceEncoder or BertMaskedLM, got {type(model).__name__}; use export_encoder for a BertEncoder."
         )
     return _write(export_dir, model, preprocessor, {"serving_default": endpoint})
 
@@ -184,6 +197,28 @@ def _tagger_endpoint(model: BertTokenClassifier, preprocessor, labels):
             "tags": tf.where(is_word, tf.gather(names, tf.maximum(tag_ids, 0)), ""),
             "tag_ids": tag_ids,
             "num_words": tf.cast(words.row_lengths(), tf.int32),
+        }
+
+    return serve, [_STRINGS]
+
+
+def _fill_mask_endpoint(model: BertMaskedLM, preprocessor, top_k: int):
+    vocab_size = preprocessor.tokenizer.vocab_size
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocab_size:
+        raise ValueError(f"top_k must be an integer in [1, {vocab_size}], got {top_k!r}.")
+    tokens = tf.constant(preprocessor.tokenizer.vocabulary, tf.string)
+
+    def serve(text):
+        features = mask_token_inputs(preprocessor, text)
+        num_masks = features.pop("num_masks")
+        probabilities = tf.nn.softmax(model(features, training=False), axis=-1)
+        scores, token_ids = tf.math.top_k(probabilities[..., :vocab_size], k=top_k)  # ids the vocabulary has
+        is_mask = tf.sequence_mask(num_masks, tf.shape(token_ids)[1])[:, :, tf.newaxis]
+        return {
+            "token_ids": tf.where(is_mask, token_ids, -1),
+            "tokens": tf.where(is_mask, tf.gather(tokens, token_ids), ""),
+            "scores": tf.where(is_mask, scores, 0.0),
+            "num_masks": num_masks,
         }
 
     return serve, [_STRINGS]

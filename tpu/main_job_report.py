@@ -25,6 +25,7 @@ import tensorflow as tf
 from main_job_data import masked_word_position
 
 from keras_bert_lite.data import pretraining_dataset, pretraining_feature_spec
+from keras_bert_lite.models import BertMaskedLM
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 TOP_K = 5
@@ -149,7 +150,7 @@ def predict_masked_words(
     """Masks one word of each sentence and returns the model's top predictions for it.
 
     Args:
-        model: a `BertPretrainer` (or any model with its inputs and `mlm_logits` output).
+        model: a `BertPretrainer`; its predictions are `BertMaskedLM.fill_mask`'s.
         vocab_file: the vocabulary the model was trained with.
         sentences: (sentence, index of the word to mask) pairs; the word must be one token of
             the vocabulary (as `shown_sentences` chooses them).
@@ -164,27 +165,19 @@ def predict_masked_words(
         return []
     preprocessor = BertPreprocessor(vocab_file, seq_length=seq_length, lower_case=lower_case)
     tokenizer = preprocessor.tokenizer
-    inputs = {k: v.numpy() for k, v in preprocessor(tf.constant([s for s, _ in sentences])).items()}
+    ids = preprocessor(tf.constant([s for s, _ in sentences]))["input_word_ids"].numpy()
     words = [sentence.split() for sentence, _ in sentences]
     positions = np.array([masked_word_position(tokenizer, sentence, index) for sentence, index in sentences])
-    rows = np.arange(len(sentences))
     if positions.max() >= seq_length - 1:
         raise ValueError(f"A masked word lies beyond seq_length {seq_length}.")
-    answers = inputs["input_word_ids"][rows, positions].copy()
-    inputs["input_word_ids"][rows, positions] = tokenizer.mask_id
-    inputs["masked_lm_positions"] = positions[:, None].astype(np.int32)
-    logits = tf.cast(model(inputs, training=False)["mlm_logits"][:, 0], tf.float32)
-    probabilities = tf.nn.softmax(logits).numpy()
-    shown = []
-    for row, (sentence_words, (_, index)) in enumerate(zip(words, sentences)):
-        top = np.argsort(-probabilities[row], kind="stable")[:TOP_K]
-        shown.append(dict(
-            text=" ".join(sentence_words[:index] + [re.sub(r"^\w+", "[MASK]", sentence_words[index])]
-                          + sentence_words[index + 1:]),
-            answer=tokenizer.id_to_token(int(answers[row])),
-            predictions=[(tokenizer.id_to_token(int(i)), float(probabilities[row, i])) for i in top],
-        ))
-    return shown
+    texts = [" ".join(sentence_words[:index] + [re.sub(r"^\w+", "[MASK]", sentence_words[index])]
+                      + sentence_words[index + 1:]) for sentence_words, (_, index) in zip(words, sentences)]
+    filled = BertMaskedLM.from_pretrainer(model, preprocessor).fill_mask(texts, top_k=TOP_K)
+    return [
+        dict(text=text, answer=tokenizer.id_to_token(int(ids[row, positions[row]])),
+             predictions=[(candidate["token_str"], candidate["score"]) for candidate in candidates])
+        for row, (text, candidates) in enumerate(zip(texts, filled))
+    ]
 
 
 def format_report(

@@ -25,7 +25,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.config import BertConfig, read_json_file
-from keras_bert_lite.interop.mapping import is_pretrainer, weight_specs
+from keras_bert_lite.interop.mapping import has_masked_lm, is_pretrainer, weight_specs
 from keras_bert_lite.interop.release import (
     VOCAB_NAME,
     VocabularySource,
@@ -272,7 +272,8 @@ def save_hf_checkpoint(
     `BertModel.from_pretrained(folder)` (or `BertForPreTraining`) work, as does
     `from_hf_checkpoint(folder)`. A `BertEncoder` is written as a `BertModel` (unprefixed names); a
     `BertPretrainer` as a `BertForPreTraining` (`bert.*` plus `cls.*`; the tied decoder is not
-    duplicated). Files are published as by `save_google_checkpoint`, `config.json` last. Hugging
+    duplicated), a `BertMaskedLM` as a `BertForMaskedLM` (`bert.*`, pooler included, plus
+    `cls.predictions.*`), which `transformers.pipeline("fill-mask", model=folder)` loads. Files are published as by `save_google_checkpoint`, `config.json` last. Hugging
     Face's tokenizer always turns words over 100 characters into `[UNK]` (as ours does by default).
 
     Args:
@@ -284,19 +285,20 @@ def save_hf_checkpoint(
         The folder written.
 
     Raises:
-        TypeError: `model` is not a `BertEncoder` or `BertPretrainer`.
+        TypeError: `model` is not a `BertEncoder`, `BertPretrainer` or `BertMaskedLM`.
         ValueError: before anything is written, when the vocabulary does not fit the model.
     """
     directory = os.fspath(directory)
-    pretrainer = is_pretrainer(model)
+    heads = has_masked_lm(model)
     specs = weight_specs(model, "hf")
     config = model_config(model)
-    hf_config = hf_config_from_bert(config, "BertForPreTraining" if pretrainer else "BertModel")
+    architecture = "BertForPreTraining" if is_pretrainer(model) else "BertForMaskedLM" if heads else "BertModel"
+    hf_config = hf_config_from_bert(config, architecture)
     vocab = None if vocabulary is None else resolve_vocabulary(vocabulary, config, lower_case)
     tensors = {}
     for spec in specs:
         value = keras.ops.convert_to_numpy(spec.variable)
-        name = spec.name if not pretrainer or spec.name.startswith("cls.") else "bert." + spec.name
+        name = spec.name if not heads or spec.name.startswith("cls.") else "bert." + spec.name
         tensors[name] = np.ascontiguousarray(value.T if spec.transpose else value)
     files = {SAFETENSORS_NAME: safetensors.numpy.save(tensors, metadata={"format": "pt"})}
     if vocab is None:

@@ -67,6 +67,11 @@ def is_pretrainer(model: keras.Model) -> bool:
     return all(hasattr(model, name) for name in ("encoder", "masked_lm", "next_sentence"))
 
 
+def has_masked_lm(model: keras.Model) -> bool:
+    """Whether `model` is an encoder with the MLM head (a `BertPretrainer` or `BertMaskedLM`)."""
+    return all(hasattr(model, name) for name in ("encoder", "masked_lm"))
+
+
 def _encoder_rows(encoder: keras.Model) -> list[_Row]:
     emb = encoder.embeddings
     rows: list[_Row] = [
@@ -94,14 +99,20 @@ def _encoder_rows(encoder: keras.Model) -> list[_Row]:
     return rows
 
 
-def _head_rows(pretrainer: keras.Model) -> list[_Row]:
-    mlm, nsp = pretrainer.masked_lm, pretrainer.next_sentence
+def _head_rows(model: keras.Model) -> list[_Row]:
+    """The MLM head's rows, and the NSP head's when `model` has one."""
+    mlm = model.masked_lm
     rows = _dense(mlm.transform, "cls/predictions/transform/dense", "cls.predictions.transform.dense")
     rows += _layer_norm(
         mlm.layer_norm, "cls/predictions/transform/LayerNorm", "cls.predictions.transform.LayerNorm"
     )
     rows += [
         (mlm.output_bias, "cls/predictions/output_bias", "cls.predictions.bias", False, False, False),
+    ]
+    if not is_pretrainer(model):
+        return rows
+    nsp = model.next_sentence
+    rows += [
         (nsp.dense.kernel, "cls/seq_relationship/output_weights", "cls.seq_relationship.weight",
          True, True, False),
         (nsp.dense.bias, "cls/seq_relationship/output_bias", "cls.seq_relationship.bias", False, False, False),
@@ -110,11 +121,12 @@ def _head_rows(pretrainer: keras.Model) -> list[_Row]:
 
 
 def weight_specs(model: keras.Model, fmt: str) -> list[WeightSpec]:
-    """Every weight of a `BertEncoder` or `BertPretrainer` with its checkpoint name in `fmt`.
+    """Every weight of a `BertEncoder`, `BertPretrainer` or `BertMaskedLM` with its checkpoint name in `fmt`.
 
     Args:
-        model: a `BertEncoder`, or a `BertPretrainer` (encoder plus MLM and NSP heads; the MLM
-            decoder is tied to the word embeddings and so has no entry of its own).
+        model: a `BertEncoder`, a `BertPretrainer` (encoder plus MLM and NSP heads) or a
+            `BertMaskedLM` (encoder plus MLM head); the MLM decoder is tied to the word
+            embeddings and so has no entry of its own.
         fmt: "google" (TF1 variable names) or "hf" (Hugging Face names, without `bert.`).
 
     Returns:
@@ -123,7 +135,7 @@ def weight_specs(model: keras.Model, fmt: str) -> list[WeightSpec]:
     Raises:
         TypeError: for any other model (pass e.g. a classifier's `.encoder`).
     """
-    encoder = model.encoder if is_pretrainer(model) else model
+    encoder = model.encoder if has_masked_lm(model) else model
     if not all(hasattr(encoder, name) for name in ("config", "embeddings", "transformer_layers", "pooler")):
         raise TypeError(
             f"Expected a BertEncoder or BertPretrainer, got {type(model).__name__}; to initialise a "

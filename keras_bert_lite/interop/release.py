@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from keras_bert_lite.atomic import atomic_write
 from keras_bert_lite.config import BertConfig
-from keras_bert_lite.interop.mapping import is_pretrainer
+from keras_bert_lite.interop.mapping import has_masked_lm
 from keras_bert_lite.text import SPECIAL_TOKENS, BertPreprocessor, BertTokenizer, load_vocabulary
 
 VOCAB_NAME = "vocab.txt"
@@ -24,8 +24,8 @@ VocabularySource = str | os.PathLike | Sequence[str] | BertTokenizer | BertPrepr
 
 
 def model_config(model: keras.Model) -> BertConfig:
-    """The `BertConfig` of a `BertEncoder` or `BertPretrainer`."""
-    return model.encoder.config if is_pretrainer(model) else model.config
+    """The `BertConfig` of a `BertEncoder`, `BertPretrainer` or `BertMaskedLM`."""
+    return model.encoder.config if has_masked_lm(model) else model.config
 
 
 def lower_case_from_vocabulary(tokens: Sequence[str]) -> bool:

@@ -5,6 +5,7 @@ from keras_bert_lite.models.classifier import BertClassifier
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.feature_extractor import BertFeatureExtractor
 from keras_bert_lite.models.losses import multiple_negatives_ranking_loss, span_loss
+from keras_bert_lite.models.masked_lm import BertMaskedLM
 from keras_bert_lite.models.pretrainer import BertPretrainer, pretraining_losses
 from keras_bert_lite.models.rebuild import save_model
 from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder

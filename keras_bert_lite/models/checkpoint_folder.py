@@ -191,6 +191,19 @@ def from_checkpoint(
             model's, or weights that do not fit their config (each naming the file).
     """
     folder = find_checkpoint(path, vocab_file)
+    lower_case = loading_lower_case(folder, lower_case)
+    if folder.kind == "keras":
+        model = keras.saving.load_model(folder.weights, compile=False)
+        encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+        if not isinstance(encoder, BertEncoder):
+            raise ValueError(f"{folder.weights} holds a {type(model).__name__}, which has no BertEncoder.")
+        return encoder, make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
+    return load_folder(folder.kind, folder.directory, seq_length, lower_case, folder.vocab_file)
+
+
+def loading_lower_case(folder: CheckpointFolder, lower_case: bool | None) -> bool:
+    """`lower_case`, or the folder's when None; logs the load, and warns when a given value
+    contradicts the folder's."""
     if lower_case is None:
         lower_case = folder.lower_case
     elif lower_case != folder.lower_case:
@@ -200,13 +213,7 @@ def from_checkpoint(
         )
     logging.info("Loading the %s checkpoint %s; lower_case=%s (%s).", folder.kind, folder.weights, lower_case,
                  folder.lower_case_source if lower_case == folder.lower_case else "as given")
-    if folder.kind == "keras":
-        model = keras.saving.load_model(folder.weights, compile=False)
-        encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
-        if not isinstance(encoder, BertEncoder):
-            raise ValueError(f"{folder.weights} holds a {type(model).__name__}, which has no BertEncoder.")
-        return encoder, make_preprocessor(folder.vocab_file, encoder.config, seq_length, lower_case)
-    return load_folder(folder.kind, folder.directory, seq_length, lower_case, folder.vocab_file)
+    return lower_case
 
 
 def load_folder(

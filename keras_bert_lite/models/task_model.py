@@ -18,8 +18,9 @@ from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, Adam
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 
-def default_optimizer() -> keras.optimizers.Optimizer:
-    """The optimizer of `compile(optimizer="auto")`: BERT's AdamW at a constant learning rate.
+def default_optimizer(learning_rate: float = 5e-5) -> keras.optimizers.Optimizer:
+    """The optimizer of `compile(optimizer="auto")`: BERT's AdamW at a constant learning rate
+    (5e-5 unless a task model asks for another).
 
     `keras.optimizers.AdamW` with BERT's settings (weight decay 0.01 except on LayerNorm weights
     and biases, epsilon 1e-6, gradients clipped at global norm 1.0) and a constant learning rate
@@ -28,7 +29,7 @@ def default_optimizer() -> keras.optimizers.Optimizer:
     with `keras_bert_lite.create_optimizer(init_lr, num_train_steps, num_warmup_steps)`.
     """
     # The paper's fine-tuning rates are 5e-5 to 2e-5; 5e-5 is also Hugging Face's and KerasHub's default.
-    optimizer = AdamW(5e-5, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    optimizer = AdamW(learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=list(DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY))  # LayerNorm, biases
     return optimizer
 
