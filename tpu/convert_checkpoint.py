@@ -204,7 +204,7 @@ def check_output(source: Source, path: str, fmt: str) -> FolderVocabulary | None
             owner = "Google's original code" if fmt == "google" else "KerasHub's BertBackbone"
             raise ValueError(
                 f"--input {source.path} uses the exact (erf) GELU, which {owner} does not have: pass "
-                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; docs/interop.md), or "
+                "--approximate_gelu to write its tanh GELU instead (outputs change slightly; see docs/interop.md), or "
                 "convert with --output_format=hf."
             )
     if fmt == "google":
