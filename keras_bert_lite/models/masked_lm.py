@@ -79,6 +79,9 @@ def mask_token_inputs(preprocessor: BertPreprocessor, texts: tf.Tensor) -> dict[
 class BertMaskedLM(TextTaskModel):
     """A `BertEncoder` with BERT's masked-LM head (tied to the word embeddings), on raw text.
 
+    The encoder's pooler, which the head does not read, is not among the model's trainable weights
+    (`UNREAD_ENCODER_LAYERS`): `fit` leaves it as it is, without a warning.
+
     Args:
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
         preprocessor: optional `BertPreprocessor` for raw text (see `TextTaskModel`).
@@ -122,6 +125,8 @@ class BertMaskedLM(TextTaskModel):
 
     CONFIG_ARGS = ("max_predictions_per_seq", "selection_rate", "mask_token_rate", "random_token_rate",
                    "whole_word_masking")
+
+    UNREAD_ENCODER_LAYERS = ("pooler",)  # the head reads `sequence_output`
 
     def __init__(self, encoder: BertEncoder, preprocessor: BertPreprocessor | None = None,
                  max_predictions_per_seq: int = 20, selection_rate: float = 0.15, mask_token_rate: float = 0.8,

@@ -71,6 +71,8 @@ class BertSentenceEncoder(TextTaskModel):
 
     CONFIG_ARGS = ("pooling_modes", "normalize")
 
+    UNREAD_ENCODER_LAYERS = ("pooler",)  # pooling reads `sequence_output` ("cls" too: the token, not the pooler)
+
     def __init__(self, encoder: BertEncoder, pooling_modes: str | Sequence[str] = "mean", normalize: bool = False,
                  preprocessor: BertPreprocessor | None = None, **kwargs):
         if not isinstance(normalize, bool):

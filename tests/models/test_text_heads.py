@@ -12,6 +12,8 @@ import tensorflow as tf
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.data.ner.conll import CONLL2003_TAGS
 from keras_bert_lite.models.encoder import BertEncoder
+from keras_bert_lite.models.masked_lm import BertMaskedLM
+from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder
 from keras_bert_lite.models.span_labeler import BertSpanLabeler
 from keras_bert_lite.models.token_classifier import BertTokenClassifier
 from keras_bert_lite.text.preprocessor import BertPreprocessor
@@ -73,6 +75,24 @@ def test_heads_without_the_pooler_neither_train_nor_lose_it(parts, model_class):
     assert int(model.optimizer.iterations) == 1  # the default AdamW took a step ...
     for before, after in zip(pooler, encoder.pooler.weights):
         np.testing.assert_array_equal(after.numpy(), before)  # ... and left the pooler as it was (no decay)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_class", [BertMaskedLM, BertSentenceEncoder])
+def test_text_models_without_the_pooler_fit_on_text_without_a_warning(parts, model_class):
+    encoder, preprocessor = parts
+    model = model_class(encoder, preprocessor=preprocessor)
+    pooler_paths = {w.path for w in encoder.pooler.weights}
+    assert not pooler_paths & {w.path for w in model.trainable_weights + model.trainable_variables}
+    pooler = [w.numpy() for w in encoder.pooler.weights]
+    texts = ["who wrote it ?", "ann was written in 1990 .", "angela merkel visited paris .", "the eu rejects call"]
+    x = texts if model_class is BertMaskedLM else (texts, texts[::-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Gradients do not exist for variables ['pooler/...']"
+        model.fit(x, batch_size=4, epochs=1, verbose=0)
+    assert int(model.optimizer.iterations) == 1
+    for before, after in zip(pooler, encoder.pooler.weights):
+        np.testing.assert_array_equal(after.numpy(), before)
 
 
 @pytest.mark.slow
