@@ -441,12 +441,12 @@ def report_finished_run() -> bool:
         return False
     print(f"\n{FLAGS.output_dir} holds this command's finished run of {metrics['train']['step']} steps "
           "(use another --output_dir to train again).")
+    if "transfer_skipped" in metrics:  # where the run printed it: when the data was read, before training
+        print(metrics["transfer_skipped"])
     if "heldout" in metrics:
         print(f"\n{format_report(metrics)}\n")
     if "transfer" in metrics:
         print(f"{main_job_transfer.format_result(metrics['transfer'])}\n")
-    if "transfer_skipped" in metrics:
-        print(f"{metrics['transfer_skipped']}\n")
     return True
 
 
