@@ -143,7 +143,7 @@ class BertMaskedLM(TextTaskModel):
             activation=config.hidden_act,
             initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps,
-            dtype=encoder.dtype_policy,
+            dtype=self.head_dtype(encoder, kwargs.pop("dtype", None)),
             name="masked_lm",
         )
         hidden = encoder({name: inputs[name] for name in INPUT_NAMES}, output_positions=inputs["masked_lm_positions"])

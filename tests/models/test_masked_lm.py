@@ -283,3 +283,16 @@ def test_exported_model_fills_masks_as_fill_mask(tmp_path, small):
     # A text without [MASK] and the mask slot a one-mask text does not use: padding.
     assert (served["token_ids"][1] == -1).all() and (served["tokens"][1] == b"").all()
     assert (served["scores"][2, 1] == 0).all()
+
+
+def test_an_int8_masked_lm_reloads_from_its_keras_file_with_the_same_logits(tmp_path):
+    """The head's quantized layers are named in the model's `DTypePolicyMap`, as every task model's are."""
+    keras.utils.set_random_seed(1)
+    model = kbl.BertMaskedLM(kbl.BertEncoder(kbl.BertConfig.preset("tiny", vocab_size=60, num_hidden_layers=1)))
+    ids = np.random.default_rng(0).integers(5, 60, (2, 8)).astype("int32")
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids),
+         "masked_lm_positions": np.array([[1, 2], [3, 4]], "int32")}
+    model.quantize("int8")
+    model.save(tmp_path / "m.keras")
+    reloaded = keras.saving.load_model(tmp_path / "m.keras")
+    np.testing.assert_array_equal(reloaded.predict(x, verbose=0), model.predict(x, verbose=0))
