@@ -29,6 +29,40 @@ from keras_bert_lite.text.preprocessor import BertPreprocessor
 # preprocessor's seq_length): at most 8 extra tokens per text, and few distinct shapes for the
 # kernels' caches.
 LENGTH_BUCKET = 8
+# What one more model call costs `encode`, in padded tokens (a token of MiniLM costs ~0.1 ms on
+# 2 cores, a call's fixed cost a few ms): below this, splitting a batch saves nothing.
+CALL_COST_TOKENS = 32
+
+
+def plan_batches(widths: np.ndarray, batch_size: int, call_cost: float = CALL_COST_TOKENS) -> list[tuple[int, int]]:
+    """Splits texts sorted longest first into model calls of at most `batch_size` texts each,
+    padded to their first (longest) text, minimizing the padded tokens plus `call_cost` per call.
+
+    A batch of mixed lengths costs its longest text times its size; one of similar lengths costs
+    about its own tokens. This is the best split of the sorted order (dynamic programming over
+    where each call starts), so short texts are not padded to long ones when a call more is cheaper.
+
+    Args:
+        widths: int [n], each text's padded width, non-increasing.
+        batch_size: most texts per call.
+        call_cost: a call's fixed cost in padded tokens.
+
+    Returns:
+        `(start, end)` row ranges of `widths`, in order, covering it.
+    """
+    count = len(widths)
+    best = np.zeros(count + 1)  # best[k]: the least cost of the first k texts
+    start_of = np.zeros(count + 1, int)
+    for end in range(1, count + 1):
+        starts = np.arange(max(0, end - batch_size), end)
+        costs = best[starts] + call_cost + (end - starts) * widths[starts]
+        last_best = len(costs) - 1 - int(costs[::-1].argmin())  # on ties, full calls first
+        best[end], start_of[end] = costs[last_best], starts[last_best]
+    bounds, end = [], count
+    while end:
+        bounds.append((int(start_of[end]), end))
+        end = start_of[end]
+    return bounds[::-1]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
@@ -141,16 +175,18 @@ class BertSentenceEncoder(TextTaskModel):
     def encode(self, texts, batch_size: int = 32, normalize: bool | None = None) -> np.ndarray:
         """The embeddings of `texts`, as sentence-transformers' `encode` returns them.
 
-        The texts are tokenized at once, sorted by length and run in batches of `batch_size`, each
-        padded only to its longest text (rounded up to a multiple of `LENGTH_BUCKET`), so short
-        texts cost their own length; rows come back in the input order. A text longer than the
+        The texts are tokenized at once, sorted by length and run in calls of at most `batch_size`
+        texts, each padded only to its longest text (rounded up to a multiple of `LENGTH_BUCKET`);
+        a batch of mixed lengths is split where that saves padded tokens (`plan_batches`), so short
+        texts cost about their own length. Rows come back in the input order; each text's
+        embedding does not depend on the others (equal to float32 rounding). A text longer than the
         preprocessor's `seq_length` is truncated to its first `seq_length - 2` word pieces, as
         sentence-transformers truncates at `max_seq_length`; an empty text is "[CLS] [SEP]" and
         gets a (non-zero) embedding, as there.
 
         Args:
             texts: one `str` or a sequence of them (a list, numpy or pandas column); may be empty.
-            batch_size: texts per batch.
+            batch_size: the most texts per model call (bounds memory).
             normalize: None (default): as the model is built (`self.normalize`); True: unit length;
                 False: the pooled vectors before any normalization.
 
@@ -174,9 +210,9 @@ class BertSentenceEncoder(TextTaskModel):
         embed = self._encode_function(self.normalize if normalize is None else normalize)
         embeddings = np.empty((len(lengths), self.embedding_size), "float32")
         order = np.argsort(-lengths, kind="stable")  # longest first, as sentence-transformers
-        for first in range(0, len(order), batch_size):
-            rows = order[first:first + batch_size]
-            width = min(-(-(int(lengths[rows].max()) + 2) // LENGTH_BUCKET) * LENGTH_BUCKET, seq_length)
+        widths = np.minimum(-(-(lengths[order] + 2) // LENGTH_BUCKET) * LENGTH_BUCKET, seq_length)
+        for first, end in plan_batches(widths, batch_size):
+            rows, width = order[first:end], int(widths[first])
             ids = np.full((len(rows), width), tokenizer.pad_id, "int32")
             mask = np.zeros((len(rows), width), "int32")
             for i, row in enumerate(rows):  # [CLS] pieces [SEP] padding, as BertPackInputs packs one text

@@ -20,14 +20,13 @@ import pathlib
 
 import h5py
 import keras
+import keras_hub
 import numpy as np
 import pytest
 
 import keras_bert_lite as kbl
 from keras_bert_lite.models.checkpoint_folder import find_checkpoint
 from tests.examples import scripts
-
-keras_hub = pytest.importorskip("keras_hub")
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "tpu" / "convert_checkpoint.py"
 SEQ_LENGTH = 24

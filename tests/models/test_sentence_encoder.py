@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import torch
 
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.export import export_saved_model
@@ -19,10 +20,8 @@ from keras_bert_lite.interop.sentence_transformers import read_sentence_transfor
 from keras_bert_lite.layers.pooling import POOLING_MODES, SentencePooling
 from keras_bert_lite.models.encoder import BertEncoder
 from keras_bert_lite.models.losses import multiple_negatives_ranking_loss
-from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder
+from keras_bert_lite.models.sentence_encoder import BertSentenceEncoder, plan_batches
 from keras_bert_lite.text.preprocessor import BertPreprocessor
-
-torch = pytest.importorskip("torch")
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "rug", "fast", "slow", "big", "."]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
@@ -81,6 +80,27 @@ def test_encode_returns_rows_in_input_order_equal_to_the_padded_model(tiny):
     similarity = tiny.similarity(TEXTS[:3], TEXTS)
     assert similarity.shape == (3, len(TEXTS))
     np.testing.assert_allclose(similarity, padded[:3] @ padded.T, atol=2e-6)
+
+
+def test_batches_are_split_where_padding_costs_more_than_a_call():
+    def cost(bounds, widths, call_cost):
+        return sum(call_cost + (end - start) * widths[start] for start, end in bounds)
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # against every split of short sorted lists
+        widths = np.sort(rng.choice([8, 16, 24, 64, 128], size=7))[::-1]
+        bounds = plan_batches(widths, batch_size=3, call_cost=20)
+        assert [b[0] for b in bounds[1:]] == [b[1] for b in bounds[:-1]] and bounds[0][0] == 0 and bounds[-1][1] == 7
+        assert all(end - start <= 3 for start, end in bounds)
+        every_split = []
+        for cuts in range(2 ** 6):
+            edges = [0] + [i + 1 for i in range(6) if cuts >> i & 1] + [7]
+            if all(b - a <= 3 for a, b in zip(edges, edges[1:])):
+                every_split.append(cost(list(zip(edges, edges[1:])), widths, 20))
+        assert cost(bounds, widths, 20) == min(every_split)
+    # one long text is not the width of 31 short ones; similar widths stay in one call
+    assert plan_batches(np.array([256] + [16] * 31), batch_size=32) == [(0, 1), (1, 32)]
+    assert plan_batches(np.array([64] * 40), batch_size=32) == [(0, 32), (32, 40)]
 
 
 def test_bad_input_is_one_clear_error(tiny):
