@@ -29,7 +29,7 @@ endif
 	touch $@
 
 pretrain: setup
-	$(PY) tpu/pretrain.py
+	$(PY) tpu/main_job.py
 
 lint: setup
 	$(PY) -m ruff check .

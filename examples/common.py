@@ -309,6 +309,13 @@ def train_and_keep_best(
     (without optimizer state), `output_dir/eval_history.json` and TensorBoard scalars in
     `output_dir/logs`; deletes the backup once training completes.
 
+    Fine-tuning runs on Keras' `fit`, pre-training on the custom distributed loop of
+    `keras_bert_lite.training.run_pretraining` (docs/pretraining.md says why `fit` does not serve
+    there); these callbacks stay beside Keras' own, which do other things: `BackupAndRestore` resumes
+    at the start of the epoch (not at the next batch), `TensorBoard` counts its steps from 0 again
+    in a resumed run, and `ModelCheckpoint(save_best_only=True)` would still need `KeepBest`'s
+    evaluation to put the score (SQuAD's F1) in the logs, and saves the optimizer with the model.
+
     Args:
         model: compiled.
         make_train_batches: returns a new dataset of one epoch of training batches

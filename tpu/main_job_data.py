@@ -1,8 +1,8 @@
 """The main job's data: the built-in corpus, split honestly into training and held-out documents.
 
-Part of the main job, next to `pretrain.py`, which imports it as a sibling module. `pretrain.py`
-without `--input_files` pre-trains on the built-in corpus (Python's own documentation and the
-docstrings of the packages keras_bert_lite depends on, deduplicated). Every `HELDOUT_EVERY`-th
+Part of the main job, `main_job.py`, which imports it as a sibling module. The main job
+pre-trains on the built-in corpus (Python's own documentation and the docstrings of the packages
+keras_bert_lite depends on, deduplicated). Every `HELDOUT_EVERY`-th
 document is held out for the masked-LM evaluation, and as many more (those at `TASK_OFFSET` of
 every `HELDOUT_EVERY`) for the transfer tasks; training sentences that share a run of
 `CONTAMINATION_NGRAM` words with a held-out sentence of either kind are dropped, so near-copies of

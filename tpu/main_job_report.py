@@ -1,6 +1,6 @@
 """What the main job learned: held-out accuracy against baselines, and predictions for masked words.
 
-Part of the main job, next to `pretrain.py`, which imports it as a sibling module.
+Part of the main job, `main_job.py`, which imports it as a sibling module.
 
 The baselines are the accuracies of predictions made without the model, from the training
 data alone: the most frequent masked training token (top-1) and the five most frequent (top-5)

@@ -1,6 +1,6 @@
 """Does pre-training transfer? The main job's encoder fine-tuned on a suite of tasks, against random init.
 
-Part of the main job, next to `pretrain.py`. Every task classifies single sentences of documents
+Part of the main job, `main_job.py`. Every task classifies single sentences of documents
 kept out of pre-training (`main_job_data.split_heldout`: the masked-LM held-out documents and as
 many more kept out for these tasks), by where the sentence comes from. None is a pre-training
 objective (no sentence pair, no replaced word), and the labels are made without a person, from the

@@ -6,8 +6,8 @@ loading anything; `from_checkpoint` loads the encoder and a matching preprocesso
 `from_google_checkpoint` and `from_hf_checkpoint` load a release folder as a `BertEncoder` or,
 with the checkpoint's pre-training heads (to continue pre-training), a `BertPretrainer`. Kinds:
 
-- "keras" (ours): a folder with `encoder.keras` and `vocab.txt` (what `tpu/pretrain.py` and
-  `export_pretrained` write), or a `.keras` file of a `BertEncoder` or of a model holding one as
+- "keras" (ours): a folder with `encoder.keras` and `vocab.txt` (what `tpu/pretrain.py`,
+  `tpu/main_job.py` and `export_pretrained` write), or a `.keras` file of a `BertEncoder` or of a model holding one as
   `.encoder` (`pretrainer.keras`, a fine-tuned classifier), with `vocab.txt` beside it.
 - "google": a Google BERT release folder (`bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`),
   or the checkpoint prefix inside one (`.../bert_model.ckpt`, as the original scripts take it).

@@ -40,6 +40,13 @@ def forget_flags(path: os.PathLike) -> None:
     sources = path.read_text()
     if path.parent.name == "examples":
         sources += (path.parent / "common.py").read_text()
+    # A sibling script it imports, whose flags are defined when it loads (tpu/main_job.py imports
+    # pretrain.py), loads anew with it.
+    for name in re.findall(r"^import (\w+)$", sources, re.M):
+        sibling = path.parent / f"{name}.py"
+        if sibling.exists() and re.search(r"^flags\.DEFINE_", sibling.read_text(), re.M):
+            sources += sibling.read_text()
+            sys.modules.pop(name, None)
     _LOADED_FLAGS.update(re.findall(r'DEFINE_\w+\(\s*"(\w+)"', sources))
     for name in _LOADED_FLAGS:
         if name in flags.FLAGS:

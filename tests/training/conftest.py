@@ -1,5 +1,5 @@
 """Shared helpers of the training tests: the tiny model and synthetic data of jobs.py; the main
-job's modules (tpu/main_job_data.py, tpu/main_job_report.py) importable, as pretrain.py imports
+job's modules (tpu/main_job_data.py, tpu/main_job_report.py) importable, as main_job.py imports
 them, from the tpu folder, and one build of the main job's data for the tests that read it."""
 
 import importlib.util

@@ -1,7 +1,8 @@
-"""tpu/pretrain.py: the main job, shortened by flags (with dynamic masking and two sequence lengths),
+"""tpu/main_job.py, the main job, shortened by flags (with dynamic masking and two sequence lengths),
 killed with SIGKILL in its long-sequence phase, resumed and learning, then rerun, skipping the transfer
-suite its corpus is too small for; flag checks; bad input as one error line. One main-job folder is
-shared by the tests that read one; flag and bad-input runs call the script in this process."""
+suite its corpus is too small for; tpu/pretrain.py on your TFRecords; flag checks of both; bad input as
+one error line. One main-job folder is shared by the tests that read one; flag and bad-input runs call
+the scripts in this process."""
 
 import importlib.util
 import json
@@ -25,7 +26,8 @@ from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
 from keras_bert_lite.optimization import WarmupLinearDecay
 
-SCRIPT = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
+PRETRAIN = pathlib.Path(__file__).parents[2] / "tpu" / "pretrain.py"
+MAIN_JOB = PRETRAIN.with_name("main_job.py")
 # The main job runs in fresh processes (killed and resumed): one worker builds it, for every test here.
 pytestmark = pytest.mark.subprocess
 STEPS, WARMUP, LEARNING_RATE, SAVE_EVERY, LONG_STEPS = 200, 20, 1e-3, 50, 150
@@ -54,7 +56,7 @@ def _scalars(event_file: pathlib.Path, tag: str) -> dict[int, float]:
 def killed_and_resumed(tmp_path_factory):
     """Run 1 is SIGKILLed once checkpoint KILL_AFTER exists; run 2 (same command) finishes."""
     output = tmp_path_factory.mktemp("pretrain")
-    command = [sys.executable, str(SCRIPT), f"--output_dir={output}", *FLAGS]
+    command = [sys.executable, str(MAIN_JOB), f"--output_dir={output}", *FLAGS]
     # As a user's shell would have it: without the device types the test process may have set.
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLED_DEVICE_TYPES"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -144,7 +146,7 @@ def _scripts():
     """tests/examples/scripts.py (in-process script runs), one module for the whole session."""
     name = "script_test_helpers"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT.parents[1] / "tests" / "examples" / "scripts.py")
+        spec = importlib.util.spec_from_file_location(name, PRETRAIN.parents[1] / "tests" / "examples" / "scripts.py")
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]
@@ -164,7 +166,7 @@ def test_a_rerun_reports_the_same_results_and_exits_0(killed_and_resumed, capfd)
     (output / "metrics.json").unlink()
     earlier = dict(evaluations[0], step=SAVE_EVERY, train_seconds=6.0)
     (output / "evaluations.json").write_text(json.dumps([earlier]))
-    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *FLAGS)
+    code, out, err = _scripts().run_script(MAIN_JOB, capfd, f"--output_dir={output}", *FLAGS)
     assert code == 0, err[-3000:]
     again = json.loads((output / "metrics.json").read_text())
     assert [e["step"] for e in again["evaluations"]] == [SAVE_EVERY, STEPS]
@@ -177,7 +179,7 @@ def test_a_rerun_reports_the_same_results_and_exits_0(killed_and_resumed, capfd)
     assert out[out.index("Held-out documents:"):].strip() == report
     # Finished: the same command prints the report again and changes nothing.
     stamps = {p: p.stat().st_mtime_ns for p in output.rglob("*")}
-    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *FLAGS)
+    code, out, err = _scripts().run_script(MAIN_JOB, capfd, f"--output_dir={output}", *FLAGS)
     assert code == 0 and "finished run of 200 steps" in out, err[-3000:]
     assert out[out.index("Held-out documents:"):].strip() == report
     assert {p: p.stat().st_mtime_ns for p in output.rglob("*")} == stamps
@@ -225,15 +227,18 @@ def test_bad_input_is_one_line_naming_the_flag_and_writes_nothing(tmp_path, user
             f"^--init_checkpoint: {tmp_path}/text.keras is not a .keras file \\(Keras writes a zip archive\\)\\.$",
         (data, vocab, f"--init_checkpoint={tmp_path}/weights.bin"):
             f"^--init_checkpoint: {tmp_path}/weights.bin is neither a .keras file nor a TensorFlow checkpoint",
-        # The main job: its data is not built when an input is bad.
+    }
+    # The main job: its data is not built when an input is bad.
+    main_job_cases = {
         (f"--vocab_file={tmp_path}/none.txt",): f"^--vocab_file: .*{tmp_path}/none.txt",
         (f"--init_checkpoint={tmp_path}/text.keras",): "^--init_checkpoint: .*text.keras is not a .keras file",
         (f"--bert_config_file={tmp_path}/config.json",): "^--bert_config_file: .*config.json",
     }
-    for argv, expected in cases.items():
-        error = _scripts().one_error(SCRIPT, capfd, *lengths, *argv)  # the later of two values wins
-        assert re.search(expected, error), (argv, error)
-        assert not out.exists(), argv
+    for script, script_cases in ((PRETRAIN, cases), (MAIN_JOB, main_job_cases)):
+        for argv, expected in script_cases.items():
+            error = _scripts().one_error(script, capfd, *lengths, *argv)  # the later of two values wins
+            assert re.search(expected, error), (argv, error)
+            assert not out.exists(), argv
 
 
 @pytest.mark.slow
@@ -241,7 +246,7 @@ def test_corrupted_data_mid_file_is_one_clear_error(tmp_path, user_data, real_vo
     data = (user_data / "train.tfrecord").read_bytes()
     (tmp_path / "cut.tfrecord").write_bytes(data[: len(data) * 2 // 3])  # the first records stay intact
     error = _scripts().one_error(
-        SCRIPT, capfd, f"--input_files={tmp_path}/cut.tfrecord", f"--vocab_file={real_vocab_file}",
+        PRETRAIN, capfd, f"--input_files={tmp_path}/cut.tfrecord", f"--vocab_file={real_vocab_file}",
         "--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=4", "--num_train_steps=2",
         "--steps_per_loop=1", f"--output_dir={tmp_path}/out")
     assert error.startswith(f"--input_files: {tmp_path}/cut.tfrecord, record "), error
@@ -249,6 +254,7 @@ def test_corrupted_data_mid_file_is_one_clear_error(tmp_path, user_data, real_vo
 
 
 def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path, capfd):
+    """pretrain.py's flags, on your data and in the main job, which adds its own."""
     cases = {
         "--num_train_steps=20": None,  # the warmup is a proportion of the steps by default
         "--num_train_steps=20 --num_warmup_steps=60": "--num_warmup_steps=60 must be in [0, --num_train_steps=20]",
@@ -257,42 +263,53 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--train_batch_size=30 --gradient_accumulation_steps=4": "must be a multiple of --gradient_accumulation_steps",
         "--max_predictions_per_seq=80": "--max_predictions_per_seq=80 must be at most --max_seq_length=32",
         "--max_seq_length=4": "--max_seq_length=4 must be at least 5",
-        "--input_files=x.tfrecord": "--input_files needs --vocab_file",
-        "--input_files=x.tfrecord --vocab_file=v.txt --dupe_factor=3 --max_documents=9":
-            "--max_documents --dupe_factor only apply to the built-in corpus",
+        "--vocab_file= --input_files=x.tfrecord": "--input_files and --vocab_file are required",
+        "--input_files= --vocab_file=v.txt": "--input_files and --vocab_file are required: your pre-training "
+                                             "TFRecords and the vocabulary they were written with (the built-in "
+                                             "main job, without them: python tpu/main_job.py).",
+        "--dupe_factor=3": "Unknown command line flag 'dupe_factor'",
         "--bert_config_file=c.json --model=mini": "--bert_config_file and --model both set",
         "--bert_config_file=c.json --dropout_rate=0.1": "--dropout_rate applies to --model",
         "--dropout_rate=1": "--dropout_rate=1.0 must be in [0, 1)",
         "--tpu=local": "--tpu only applies to --strategy=tpu",
         "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
         "--num_train_steps=0": "--num_train_steps must be positive",
-        "--transfer_learning_rates=1e-3,x": "--transfer_learning_rates must be positive numbers",
-        "--transfer_learning_rates=0": "--transfer_learning_rates must be positive numbers",
-        "--transfer_epochs=0": "--transfer_epochs must be positive",
         "--long_seq_length=0 --long_steps=5": "--long_steps only apply with --long_seq_length",
         "--max_seq_length=64 --long_predictions_per_seq=9": "--long_predictions_per_seq only apply with --long_seq_l",
         "--long_seq_length=32": "--long_seq_length=32 must be longer than --max_seq_length=32 (or 0)",
         "--long_seq_length=64 --long_steps=5 --num_train_steps=5": "--long_steps=5 must be in [1, --num_train_steps=5)",
         "--long_seq_length=64 --long_predictions_per_seq=65": "--long_predictions_per_seq=65 must be in [1, "
                                                              "--long_seq_length=64]",
-        "--input_files=x.tfrecord --vocab_file=v.txt --long_seq_length=64":
-            "--input_files with --long_seq_length needs --long_input_files",
+        "--long_seq_length=64": "--long_seq_length needs --long_input_files",
         "--num_train_steps=20 unexpected": "unexpected arguments: unexpected (flags are --name=value).",
     }
+    main_job_cases = {
+        "--transfer_learning_rates=1e-3,x": "--transfer_learning_rates must be positive numbers",
+        "--transfer_learning_rates=0": "--transfer_learning_rates must be positive numbers",
+        "--transfer_epochs=0": "--transfer_epochs must be positive",
+        "--vocab_size=5": "--vocab_size must be larger than the 5 special tokens",
+        "--input_files=x.tfrecord --vocab_file=v.txt": "--input_files: the main job trains on the built-in corpus; "
+                                                       "train on your TFRecords with tpu/pretrain.py.",
+        # By default its last 10 % train at --transfer_seq_length (64), longer than --max_seq_length (32).
+        "--long_steps=20 --num_train_steps=20": "--long_steps=20 must be in [1, --num_train_steps=20)",
+        "--max_seq_length=64 --long_steps=9": "--long_steps only apply with --long_seq_length",
+        "--long_seq_length=32": "--long_seq_length=32 must be longer than --max_seq_length=32 (or 0)",
+        "--num_train_steps=0": "--num_train_steps must be positive",
+    }
     # Valid flags get as far as reading the input files: a vocabulary that is not there.
-    no_data = [f"--input_files={tmp_path}/none-*.tfrecord", f"--vocab_file={tmp_path}/v.txt"]
-    for argv, expected in cases.items():
-        error = _scripts().one_error(SCRIPT, capfd, *argv.split(), f"--output_dir={tmp_path}/out",
-                                     *(no_data if expected is None else ()))
-        assert error.startswith("--vocab_file: Vocabulary file not found") if expected is None else (
-            expected in error), (argv, error)
+    data = [f"--input_files={tmp_path}/none-*.tfrecord", f"--vocab_file={tmp_path}/v.txt"]
+    for script, script_cases, given in ((PRETRAIN, cases, data), (MAIN_JOB, main_job_cases, [])):
+        for argv, expected in script_cases.items():  # the later of two values wins
+            error = _scripts().one_error(script, capfd, *given, *argv.split(), f"--output_dir={tmp_path}/out")
+            assert error.startswith("--vocab_file: Vocabulary file not found") if expected is None else (
+                expected in error), (script.name, argv, error)
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
 def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLED_DEVICE_TYPES"}  # as a user's shell has it
-    run = subprocess.run([sys.executable, str(SCRIPT), "--num_train_steps=20", "--num_warmup_steps=60",
+    run = subprocess.run([sys.executable, str(PRETRAIN), "--num_train_steps=20", "--num_warmup_steps=60",
                           f"--output_dir={tmp_path}/out"], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
     assert run.stderr.strip().splitlines()[-1].startswith("pretrain.py: error: flags ")
@@ -314,26 +331,34 @@ def test_a_corpus_too_small_for_the_transfer_suite_skips_it_with_one_line(killed
                         r"of pre-training, 250 needed\.\)", line), line
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["transfer_skipped"] == line and "transfer" not in metrics
-    code, out, err = _scripts().run_script(SCRIPT, capfd, f"--output_dir={output}", *FLAGS)
+    code, out, err = _scripts().run_script(MAIN_JOB, capfd, f"--output_dir={output}", *FLAGS)
     assert code == 0 and "finished run of 200 steps" in out and out.count(line) == 1, err[-3000:]
 
 
+@pytest.fixture(scope="module")
+def small_corpus_output(tmp_path_factory):
+    """--output_dir of the runs on SMALL_CORPUS: both stop before training, the second reusing the
+    data the first built."""
+    return tmp_path_factory.mktemp("small_corpus") / "out"
+
+
+SMALL_CORPUS = ["--corpus_packages=", "--max_documents=40", "--vocab_size=300", "--max_seq_length=32",
+                "--max_predictions_per_seq=5", "--dupe_factor=1"]
+
+
 @pytest.mark.slow
-def test_a_transfer_flag_set_on_too_small_a_corpus_stops_before_training(tmp_path, capfd):
-    error = _scripts().one_error(SCRIPT, capfd, "--corpus_packages=", "--max_documents=40", "--vocab_size=300",
-                                 "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",
-                                 "--transfer_epochs=2", f"--output_dir={tmp_path}/out")
+def test_a_transfer_flag_set_on_too_small_a_corpus_stops_before_training(small_corpus_output, capfd):
+    error = _scripts().one_error(MAIN_JOB, capfd, *SMALL_CORPUS, "--transfer_epochs=2",
+                                 f"--output_dir={small_corpus_output}")
     assert re.match(r"--transfer_epochs: the transfer suite needs more documents: task python_or_package: \d+ "
                     r"(python|package) sentences for its train split .*, 250 needed\. Use a larger --max_documents, or "
                     r"--transfer_learning_rates= to skip it\.$", error), error
-    assert not (tmp_path / "out" / "checkpoints").exists()
+    assert not (small_corpus_output / "checkpoints").exists()
 
 
-def test_too_small_a_held_out_set_stops_before_training(tmp_path, capfd):
-    error = _scripts().one_error(SCRIPT, capfd, "--corpus_packages=", "--max_documents=40", "--vocab_size=300",
-                                 "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",
-                                 "--transfer_learning_rates=", "--train_batch_size=512", "--num_train_steps=10",
-                                 f"--output_dir={tmp_path}/out")
+def test_too_small_a_held_out_set_stops_before_training(small_corpus_output, capfd):
+    error = _scripts().one_error(MAIN_JOB, capfd, *SMALL_CORPUS, "--transfer_learning_rates=",
+                                 "--train_batch_size=512", "--num_train_steps=10", f"--output_dir={small_corpus_output}")
     assert re.match(r"--max_documents=40, --train_batch_size=512: The held-out data \S+ has \d+ examples, fewer "
                     r"than one batch \(512\); use more documents\.$", error), error
-    assert not (tmp_path / "out" / "checkpoints").exists()
+    assert not (small_corpus_output / "checkpoints").exists()
