@@ -197,8 +197,11 @@ def test_masks_are_new_each_fit_epoch_and_fixed_for_evaluate(small):
 
     fitted = small.text_batches(texts, batch_size=4, new_masks=True)
     assert not np.array_equal(positions(fitted), positions(fitted))
+    keras.utils.set_random_seed(1)
     evaluated = small.text_batches(texts, batch_size=4)
     np.testing.assert_array_equal(positions(evaluated), positions(evaluated))
+    keras.utils.set_random_seed(2)  # the global seed does not move evaluate's masks
+    np.testing.assert_array_equal(positions(small.text_batches(texts, batch_size=4)), positions(evaluated))
     # A tf.data.Dataset of lines is read (and masked) as the list is.
     lines = small.text_batches(tf.data.Dataset.from_tensor_slices(texts), batch_size=4)
     np.testing.assert_array_equal(positions(lines), positions(evaluated))
@@ -214,7 +217,30 @@ def test_default_loss_is_berts_masked_lm_loss(small):
         {"mlm_logits": logits, "nsp_logits": tf.zeros([3, 2])},
     )["mlm_loss"]
     assert float(ours) == pytest.approx(float(bert), rel=1e-4)  # BERT adds 1e-5 to the weight sum
-    assert float(small.optimizer.learning_rate) == pytest.approx(1e-4)  # BERT's pre-training rate
+    assert float(small.optimizer.learning_rate) == pytest.approx(1e-4)  # BERT's, until fit counts its steps
+
+
+@pytest.mark.slow
+def test_default_optimizer_warms_up_and_decays_over_each_fit(small):
+    def schedule(model):
+        return model.optimizer.get_config()["learning_rate"]["config"]
+
+    model = kbl.BertMaskedLM(small.encoder, small.preprocessor, max_predictions_per_seq=3)
+    lines = ["the cat sat on the mat", "a dog sat on the log"] * 10  # 20 lines: 3 batches of 8
+    model.fit(lines, epochs=2, batch_size=8, verbose=0)  # not compiled: fit compiles the default
+    assert schedule(model) == {"init_lr": 5e-4, "num_train_steps": 6, "num_warmup_steps": 1}
+    assert int(model.optimizer.iterations) == 6 and float(model.optimizer.learning_rate) == 0.0  # decayed
+    # Every fit is one run over its own steps, with fresh moments; compile's learning_rate is the peak.
+    model.compile(learning_rate=1e-3)
+    model.fit(tf.data.Dataset.from_tensor_slices(lines), epochs=1, batch_size=10, verbose=0)
+    assert schedule(model) == {"init_lr": 1e-3, "num_train_steps": 2, "num_warmup_steps": 0}
+    assert int(model.optimizer.iterations) == 2
+    # A dataset of unknown length: the constant rate; an optimizer given is used as it is.
+    model.compile()
+    model.fit(tf.data.Dataset.from_tensor_slices(lines).filter(lambda line: True), verbose=0)
+    assert float(model.optimizer.learning_rate) == pytest.approx(1e-4)
+    model.compile(optimizer=keras.optimizers.SGD(0.5))
+    assert model.fit_schedule is None
 
 
 @pytest.mark.slow
