@@ -39,10 +39,11 @@ _POOLER_PREFIXES = {"google": "bert/pooler/", "hugging_face": "pooler."}
 _NSP_PREFIXES = ("cls/seq_relationship/", "cls.seq_relationship.")
 # The default optimizer of `fit` on a known number of steps: BERT's AdamW with its schedule, linear
 # warmup over the first tenth of the fit's steps and linear decay to 0, peaking at 5e-4. A pre-trained
-# model sits where its own schedule decayed to 0: a constant rate as high as its pre-training peak
-# throws it out of that minimum (-2.3 points held-out at a constant 1e-3, benchmarks/README.md), a low
-# constant rate learns a new domain slowly (+3.9 points at 1e-4 where this schedule gives +5.2);
-# warming up and decaying again takes the higher rate's steps without the damage.
+# model ends its pre-training where its own schedule decayed to 0: a constant rate as high as its
+# pre-training peak throws it out of that minimum (-2.3 points on PyTorch at a constant 1e-3), a constant
+# 1e-4 learns a far domain more slowly (held-out loss 3.78 after 2 epochs of Vim's manual where this
+# schedule reaches 3.68); on a near one (PyTorch's docstrings) higher peaks (1e-3) start to forget
+# more than they learn. Measured on the main job's model: benchmarks/README.md.
 CONTINUED_PRETRAINING_PEAK_RATE = 5e-4
 WARMUP_FRACTION = 0.1
 # The constant rate of the default optimizer when `fit` cannot tell its number of steps (a dataset of
