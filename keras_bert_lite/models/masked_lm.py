@@ -24,9 +24,8 @@ from keras_bert_lite.models.checkpoint_folder import (
     loading_lower_case,
 )
 from keras_bert_lite.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
-from keras_bert_lite.models.task_model import TextTaskModel, default_optimizer
+from keras_bert_lite.models.task_model import TextTaskModel
 from keras_bert_lite.models.text_inputs import holds_text, text_column
-from keras_bert_lite.optimization import create_optimizer
 from keras_bert_lite.text.masking import MaskedLMMasker
 from keras_bert_lite.text.preprocessor import BertPreprocessor
 
@@ -37,17 +36,8 @@ KERAS_PRETRAINER_NAME = "pretrainer.keras"
 _HEAD_PREFIXES = {"google": "cls/predictions/", "hugging_face": "cls.predictions."}
 _POOLER_PREFIXES = {"google": "bert/pooler/", "hugging_face": "pooler."}
 _NSP_PREFIXES = ("cls/seq_relationship/", "cls.seq_relationship.")
-# The default optimizer of `fit` on a known number of steps: BERT's AdamW with its schedule, linear
-# warmup over the first tenth of the fit's steps and linear decay to 0, peaking at 5e-4. A pre-trained
-# model ends its pre-training where its own schedule decayed to 0: a constant rate as high as its
-# pre-training peak throws it out of that minimum (-2.3 points on PyTorch at a constant 1e-3), a constant
-# 1e-4 learns a far domain more slowly (held-out loss 3.78 after 2 epochs of Vim's manual where this
-# schedule reaches 3.68); on a near one (PyTorch's docstrings) higher peaks (1e-3) start to forget
-# more than they learn. Measured on the main job's model: benchmarks/README.md.
-CONTINUED_PRETRAINING_PEAK_RATE = 5e-4
-WARMUP_FRACTION = 0.1
-# The constant rate of the default optimizer when `fit` cannot tell its number of steps (a dataset of
-# unknown length): BERT's pre-training rate (the paper's Adam at 1e-4).
+# BERT's pre-training rate (the paper's Adam at 1e-4): continued pre-training goes on with the
+# pre-training objective, at its rate rather than fine-tuning's 5e-5.
 PRETRAINING_LEARNING_RATE = 1e-4
 # The masks `evaluate` and `predict` draw on raw text: the same every call, so that scores of
 # one held-out text before and after training compare the same predictions.
@@ -118,10 +108,8 @@ class BertMaskedLM(TextTaskModel):
     [batch, P] (1 for a real prediction, 0 for padding), made from raw text by the pipeline.
     The default `compile()` uses `SparseCategoricalCrossentropy(from_logits=True,
     reduction="mean_with_sample_weight")`, BERT's masked-LM loss (the weighted mean over the
-    real predictions), and a weighted `accuracy` over them; the default optimizer is BERT's
-    AdamW warming up over the first tenth of each `fit`'s steps to 5e-4 and decaying linearly to 0
-    at its last (`fit`, `compile`): what adapts a pre-trained model to a new domain in 2 epochs
-    (benchmarks/README.md, "Continued pre-training").
+    real predictions), and a weighted `accuracy` over them, with BERT's AdamW at a constant
+    1e-4 (`compile`).
 
     Attributes: `encoder`, `masked_lm` (the `MaskedLMHead`), `preprocessor` and the masking
     arguments above.
@@ -168,7 +156,6 @@ class BertMaskedLM(TextTaskModel):
         self.mask_token_rate = mask_token_rate
         self.random_token_rate = random_token_rate
         self.whole_word_masking = whole_word_masking
-        self.fit_schedule = None  # set by `compile(optimizer="auto")`
         if preprocessor is not None:
             self.masker()  # the masking arguments are checked now, not at the first fit
 
@@ -316,49 +303,19 @@ class BertMaskedLM(TextTaskModel):
         )
         return batches.prefetch(tf.data.AUTOTUNE)
 
-    def fit(self, x=None, y=None, batch_size=None, epochs: int = 1, **kwargs):
-        """`TextTaskModel.fit`; raw text is masked anew on every epoch (see the class docstring).
-
-        With the default optimizer (`compile()` with `optimizer="auto"`, or no `compile`), each
-        `fit` call is one run of continued pre-training: it compiles BERT's AdamW with linear
-        warmup over the first `WARMUP_FRACTION` of its steps and linear decay to 0 at its last,
-        peaking at `compile`'s `learning_rate` (default `CONTINUED_PRETRAINING_PEAK_RATE`), with
-        fresh optimizer moments. Its steps are `epochs - initial_epoch` times `steps_per_epoch`,
-        or the batches of `x` (texts, arrays or a dataset of known length); for a dataset of
-        unknown length, the rate is a constant `PRETRAINING_LEARNING_RATE` (or `learning_rate`).
-        """
+    def fit(self, x=None, y=None, batch_size=None, **kwargs):
+        """`TextTaskModel.fit`; raw text is masked anew on every epoch (see the class docstring)."""
         if holds_text(x):
             x = self.text_batches(x, y, kwargs.pop("sample_weight", None), batch_size or 32,
                                   kwargs.pop("shuffle", True), new_masks=True)
             y = batch_size = None
-        if not self.compiled:
-            self.compile()
-        steps = _steps_per_epoch(x, batch_size, kwargs.get("steps_per_epoch"))
-        if self.fit_schedule is not None and steps:
-            total = steps * max(1, epochs - kwargs.get("initial_epoch", 0))
-            optimizer = create_optimizer(self.fit_schedule.peak, total, round(WARMUP_FRACTION * total))
-            super().compile(optimizer, **self.fit_schedule.compile_arguments)  # TextTaskModel's: keeps fit_schedule
-        return super().fit(x, y, batch_size, epochs=epochs, **kwargs)
+        return super().fit(x, y, batch_size, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", learning_rate: float | None = None, **kwargs):
-        """`TextTaskModel.compile`, whose "auto" optimizer here is BERT's pre-training optimizer,
-        sized by each `fit` (see there): AdamW warming up and decaying over the fit's steps.
-
-        Args:
-            optimizer: "auto" (default), or any Keras optimizer (used as it is).
-            learning_rate: with "auto": the schedule's peak (default
-                `CONTINUED_PRETRAINING_PEAK_RATE`, 5e-4), and the constant rate where `fit`
-                cannot count its steps (default `PRETRAINING_LEARNING_RATE`, 1e-4).
-            loss, metrics, **kwargs: as for `TextTaskModel.compile`.
-        """
-        self.fit_schedule = None
-        if isinstance(optimizer, str) and optimizer == "auto":
-            if learning_rate is not None and not learning_rate > 0:
-                raise ValueError(f"{self.name}.compile: learning_rate must be positive, got {learning_rate}.")
-            self.fit_schedule = _FitSchedule(learning_rate or CONTINUED_PRETRAINING_PEAK_RATE,
-                                             {"loss": loss, "metrics": metrics, **kwargs})
-            optimizer = default_optimizer(learning_rate or PRETRAINING_LEARNING_RATE)  # until `fit` counts its steps
-            learning_rate = None
+        """`TextTaskModel.compile`, whose "auto" optimizer here runs at BERT's pre-training rate,
+        `PRETRAINING_LEARNING_RATE` (1e-4, constant), unless `learning_rate` is given."""
+        if isinstance(optimizer, str) and optimizer == "auto" and learning_rate is None:
+            learning_rate = PRETRAINING_LEARNING_RATE
         super().compile(optimizer, loss, metrics, learning_rate=learning_rate, **kwargs)
 
     def default_compile_arguments(self) -> dict:
@@ -460,25 +417,3 @@ def _joined(tokens: list[str], ids) -> str:
 def _log_new_head(source: str) -> None:
     logging.info("%s has no masked-LM head weights: BertMaskedLM gets a new head, tied to the word embeddings "
                  "and initialised as BERT's; fit it (or fill_mask's scores mean nothing).", source)
-
-
-@dataclasses.dataclass(frozen=True)
-class _FitSchedule:
-    """What `BertMaskedLM.fit` compiles with under `compile(optimizer="auto")`: the schedule's
-    peak rate and the other arguments of that `compile` call."""
-
-    peak: float
-    compile_arguments: dict
-
-
-def _steps_per_epoch(x, batch_size: int | None, steps_per_epoch: int | None) -> int | None:
-    """The batches `keras.Model.fit` reads from `x` per epoch, or None if it cannot be told."""
-    if steps_per_epoch:
-        return int(steps_per_epoch)
-    if isinstance(x, tf.data.Dataset):
-        cardinality = int(x.cardinality())
-        return cardinality if cardinality > 0 else None  # infinite or unknown
-    first = keras.tree.flatten(x)[0] if x is not None else None
-    if getattr(first, "shape", None) is None or not len(first.shape):
-        return None  # a generator, a PyDataset, ...
-    return -(-int(first.shape[0]) // (batch_size or 32))
