@@ -105,6 +105,12 @@ def define_flags():
         "fastest window is the sample."
     )
     flags.register_validator("ceiling_windows", lambda value: value > 0, "--ceiling_windows must be positive.")
+    flags.DEFINE_list(
+        "ceiling_shape", None, "m,k,n of the ceiling's [m, k] x [k, n] matmul (default: 4096,768,3072 on a CPU, "
+        "8192,8192,8192 on a GPU); a small one only checks that the script runs end to end."
+    )
+    flags.register_validator("ceiling_shape", lambda value: value is None or len(value) == 3,
+                             "--ceiling_shape takes three sizes: m,k,n.")
     flags.DEFINE_string("worker", None, "Internal: run one measurement 'library:config:mode' and print JSON.")
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
@@ -372,7 +378,10 @@ def matmul_ceilings() -> dict:
     import tensorflow as tf
 
     # A GPU multiplies the CPU's shape in microseconds, which would time the call, not the matmul.
-    shape = (8192, 8192, 8192) if _gpu_name("tf") else (4096, 768, 3072)
+    if FLAGS.ceiling_shape:
+        shape = tuple(int(size) for size in FLAGS.ceiling_shape)
+    else:
+        shape = (8192, 8192, 8192) if _gpu_name("tf") else (4096, 768, 3072)
     return {"float32": _matmul_gflops(tf.float32, shape), "bf16": _matmul_gflops(tf.bfloat16, shape)}
 
 
@@ -478,6 +487,8 @@ def extractor_over_encoder(extractor_step, encoder_step, steps: int, warmup: int
 def measure(spec: str) -> dict:
     argv = [sys.executable, __file__, f"--worker={spec}", f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}",
             f"--ceiling_windows={FLAGS.ceiling_windows}"]
+    if FLAGS.ceiling_shape:
+        argv.append(f"--ceiling_shape={','.join(FLAGS.ceiling_shape)}")
     if FLAGS.batch_size:
         argv.append(f"--batch_size={FLAGS.batch_size}")
     done = subprocess.run(argv, capture_output=True, text=True)

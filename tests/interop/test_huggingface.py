@@ -19,6 +19,7 @@ from keras_bert_lite.interop import (
     hf_config_from_bert,
     load_hf_checkpoint,
     read_hf_config,
+    read_hf_lower_case,
     save_google_checkpoint,
     save_hf_checkpoint,
 )
@@ -283,7 +284,9 @@ def test_saved_folder_loads_in_transformers_with_its_tokenizer(minilm_dir, minil
     """The real MiniLM written with its preprocessor: transformers' AutoTokenizer and BertModel
     load the folder alone and give the original model's ids and outputs; so does
     from_hf_checkpoint."""
-    _, preprocessor = from_hf_checkpoint(minilm_dir, seq_length=64)
+    # The folder's preprocessor as from_hf_checkpoint reads it (its encoder is the session's minilm_encoder).
+    preprocessor = BertPreprocessor(os.path.join(minilm_dir, "vocab.txt"), seq_length=64,
+                                    lower_case=read_hf_lower_case(minilm_dir))
     folder = save_hf_checkpoint(minilm_encoder, tmp_path / "minilm", preprocessor)
     assert sorted(os.listdir(folder)) == ["config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"]
     sentences, pairs = real_sentences
