@@ -116,7 +116,7 @@ def test_int8_minilm_embeddings_keep_their_direction(minilm, minilm_dir, task):
 
 
 @pytest.mark.slow
-def test_int8_fine_tuned_classifier_keeps_its_held_out_accuracy(minilm, task):
+def test_int8_fine_tuned_classifier_keeps_its_held_out_accuracy(minilm, task, tmp_path):
     encoder, preprocessor = minilm
     train, test = task
     keras.utils.set_random_seed(0)
@@ -140,7 +140,8 @@ def test_int8_fine_tuned_classifier_keeps_its_held_out_accuracy(minilm, task):
 
     float_predictions = predictions(classifier)
     float_accuracy = np.mean(float_predictions == labels)
-    quantized = _quantized(classifier)  # in place: the float predictions are taken
+    classifier.save(tmp_path / "fine_tuned.keras")
+    quantized = _quantized(keras.saving.load_model(tmp_path / "fine_tuned.keras"))
     int8_predictions = predictions(quantized)
     int8_accuracy = np.mean(int8_predictions == labels)
     print(f"held-out accuracy: float32 {float_accuracy:.4f}, int8 {int8_accuracy:.4f}; labels agree on "
