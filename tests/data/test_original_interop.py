@@ -26,13 +26,6 @@ DUPE_FACTOR = 2
 
 
 @pytest.fixture(scope="module")
-def corpus_file(documents, tmp_path_factory, data_helpers) -> str:
-    """Half of conftest.py's corpus file (30 documents, some 700 examples at dupe_factor 2): the
-    original tool tokenizes in pure Python, so its run costs in proportion to the text."""
-    return data_helpers.write_google_format(documents[100:130], tmp_path_factory.mktemp("corpus") / "corpus.txt")
-
-
-@pytest.fixture(scope="module")
 def original_runs(corpus_file, real_vocab_file, tmp_path_factory, data_helpers):
     """The original tool's TFRecords, and the unmasked examples of its pair generation for the same
     seed with masking drawing nothing and with masking's draws made (tests/data/original_reference.py)."""
