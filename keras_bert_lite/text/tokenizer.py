@@ -11,6 +11,7 @@ the Unicode normalisation.
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Sequence
 
 import keras
@@ -115,8 +116,10 @@ class BertTokenizer(TextLayer):
         if max_chars_per_token < 1:
             raise ValueError(f"max_chars_per_token must be >= 1, got {max_chars_per_token}.")
 
-        self._tokens = tuple(tokens)
-        self._ids = {token: i for i, token in enumerate(tokens)}
+        # Read-only views: a tuple or dict set on a Keras layer is walked element by element by its
+        # attribute tracking (about a second for a 30,522-token vocabulary), these are not.
+        self._ids = types.MappingProxyType({token: i for i, token in enumerate(tokens)})
+        self._tokens = types.MappingProxyType(dict(enumerate(tokens)))
         self.vocab_size = len(tokens)
         special_ids = (self._ids[t] for t in SPECIAL_TOKENS)
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = special_ids
@@ -142,7 +145,7 @@ class BertTokenizer(TextLayer):
     @property
     def vocabulary(self) -> list[str]:
         """The tokens in id order."""
-        return list(self._tokens)
+        return list(self._tokens.values())
 
     def token_to_id(self, token: str) -> int:
         """Id of `token`; KeyError naming it if it is not in the vocabulary."""

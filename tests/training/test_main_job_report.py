@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite.config import BertConfig
-from keras_bert_lite.data.pretraining.reader import pretraining_dataset
+from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 from keras_bert_lite.optimization import create_optimizer
 from keras_bert_lite.text.tokenizer import load_vocabulary
@@ -38,9 +38,18 @@ def loop(data):
 
 
 def _read(files, num_examples=None):
-    dataset = pretraining_dataset(files, 64, SEQ, PREDICTIONS, is_training=False, drop_remainder=False).unbatch()
-    examples = list(dataset.take(num_examples or -1).batch(10_000).as_numpy_iterator())[0]
-    return examples
+    """The first `num_examples` records of `files` in order, parsed with the format's spec (one
+    `tf.io.parse_example`, not the reader's checked pipeline): (features, labels) as the model takes them."""
+    records = list(tf.data.TFRecordDataset(tf.io.gfile.glob(files)).take(num_examples or -1).as_numpy_iterator())
+    parsed = {name: value.numpy() for name, value in
+              tf.io.parse_example(records, pretraining_feature_spec(SEQ, PREDICTIONS)).items()}
+    features = {ours: parsed[original].astype(np.int32) for ours, original in (
+        ("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids"),
+        ("masked_lm_positions", "masked_lm_positions"))}
+    labels = {"masked_lm_ids": parsed["masked_lm_ids"].astype(np.int32),
+              "masked_lm_weights": parsed["masked_lm_weights"],
+              "next_sentence_labels": parsed["next_sentence_labels"].astype(np.int32)}
+    return features, labels
 
 
 @pytest.mark.slow
