@@ -36,33 +36,41 @@ CALL_COST_TOKENS = 128
 
 
 def plan_batches(widths: np.ndarray, batch_size: int, call_cost: float = CALL_COST_TOKENS) -> list[tuple[int, int]]:
-    """Splits texts sorted longest first into model calls of at most `batch_size` texts each,
-    padded to their first (longest) text, minimizing the padded tokens plus `call_cost` per call.
+    """Splits texts sorted longest first into model calls, each padded to its first (longest) text,
+    minimizing the padded tokens plus `call_cost` per call.
 
-    A batch of mixed lengths costs its longest text times its size; one of similar lengths costs
-    about its own tokens. This is the best split of the sorted order (dynamic programming over
-    where each call starts), so short texts are not padded to long ones when a call more is cheaper.
+    A call holds at most the padded tokens of `batch_size` of the longest texts (`batch_size *
+    widths[0]`): `batch_size` texts at that width, more of shorter ones, so memory stays that of the
+    longest batch while short texts do not pay a call for every `batch_size` of them. A batch of
+    mixed lengths costs its longest text times its size, one of similar lengths about its own
+    tokens: this is the cheapest split of the sorted order (dynamic programming over where each call
+    starts), so short texts are not padded to long ones when one more call is cheaper.
 
     Args:
         widths: int [n], each text's padded width, non-increasing.
-        batch_size: most texts per call.
+        batch_size: texts per call at the longest width.
         call_cost: a call's fixed cost in padded tokens.
 
     Returns:
         `(start, end)` row ranges of `widths`, in order, covering it.
     """
     count = len(widths)
+    if not count:
+        return []
+    budget = batch_size * int(widths[0])  # padded tokens per call at most
     best = np.zeros(count + 1)  # best[k]: the least cost of the first k texts
     start_of = np.zeros(count + 1, int)
     for end in range(1, count + 1):
-        starts = np.arange(max(0, end - batch_size), end)
+        # Rows times the first row's width fall as a call starts later: the calls that fit are a suffix.
+        starts = np.arange(max(0, end - budget // int(widths[end - 1])), end)
+        starts = starts[(end - starts) * widths[starts] <= budget]
         costs = best[starts] + call_cost + (end - starts) * widths[starts]
         last_best = len(costs) - 1 - int(costs[::-1].argmin())  # on ties, full calls first
         best[end], start_of[end] = costs[last_best], starts[last_best]
     bounds, end = [], count
     while end:
         bounds.append((int(start_of[end]), end))
-        end = start_of[end]
+        end = int(start_of[end])
     return bounds[::-1]
 
 
@@ -176,10 +184,10 @@ class BertSentenceEncoder(TextTaskModel):
     def encode(self, texts, batch_size: int = 32, normalize: bool | None = None) -> np.ndarray:
         """The embeddings of `texts`, as sentence-transformers' `encode` returns them.
 
-        The texts are tokenized at once, sorted by length and run in calls of at most `batch_size`
-        texts, each padded only to its longest text (rounded up to a multiple of `LENGTH_BUCKET`);
-        a batch of mixed lengths is split where that saves padded tokens (`plan_batches`), so short
-        texts cost about their own length. Rows come back in the input order; each text's
+        The texts are tokenized at once, sorted by length and run in calls each padded only to its
+        longest text (rounded up to a multiple of `LENGTH_BUCKET`), of at most the padded tokens of
+        `batch_size` of the longest texts; a batch of mixed lengths is split where that saves padded
+        tokens (`plan_batches`), so short texts cost about their own length. Rows come back in the input order; each text's
         embedding does not depend on the others (equal to float32 rounding). A text longer than the
         preprocessor's `seq_length` is truncated to its first `seq_length - 2` word pieces, as
         sentence-transformers truncates at `max_seq_length`; an empty text is "[CLS] [SEP]" and
@@ -187,7 +195,8 @@ class BertSentenceEncoder(TextTaskModel):
 
         Args:
             texts: one `str` or a sequence of them (a list, numpy or pandas column); may be empty.
-            batch_size: the most texts per model call (bounds memory).
+            batch_size: texts per model call at the longest text's length; shorter texts share
+                calls up to the same padded tokens (bounds memory, as in sentence-transformers).
             normalize: None (default): as the model is built (`self.normalize`); True: unit length;
                 False: the pooled vectors before any normalization.
 

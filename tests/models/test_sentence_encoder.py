@@ -91,16 +91,23 @@ def test_batches_are_split_where_padding_costs_more_than_a_call():
         widths = np.sort(rng.choice([8, 16, 24, 64, 128], size=7))[::-1]
         bounds = plan_batches(widths, batch_size=3, call_cost=20)
         assert [b[0] for b in bounds[1:]] == [b[1] for b in bounds[:-1]] and bounds[0][0] == 0 and bounds[-1][1] == 7
-        assert all(end - start <= 3 for start, end in bounds)
+
+        def fits(start, end, widths=widths):  # at most the padded tokens of 3 of the longest texts
+            return (end - start) * widths[start] <= 3 * widths[0]
+
+        assert all(fits(start, end) for start, end in bounds)
         every_split = []
         for cuts in range(2 ** 6):
             edges = [0] + [i + 1 for i in range(6) if cuts >> i & 1] + [7]
-            if all(b - a <= 3 for a, b in zip(edges, edges[1:])):
+            if all(fits(a, b) for a, b in zip(edges, edges[1:])):
                 every_split.append(cost(list(zip(edges, edges[1:])), widths, 20))
         assert cost(bounds, widths, 20) == min(every_split)
     # one long text is not the width of 31 short ones; similar widths stay in one call
     assert plan_batches(np.array([256] + [16] * 31), batch_size=32) == [(0, 1), (1, 32)]
     assert plan_batches(np.array([64] * 40), batch_size=32) == [(0, 32), (32, 40)]
+    # short texts share calls up to the padded tokens of 32 of the longest: 3 calls, not 7
+    assert plan_batches(np.array([256] * 32 + [16] * 200), batch_size=32) == [(0, 32), (32, 232)]
+    assert plan_batches(np.array([], int), batch_size=32) == []
 
 
 def test_bad_input_is_one_clear_error(tiny):
