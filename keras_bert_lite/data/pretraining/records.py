@@ -107,7 +107,10 @@ def read_checked_records(
         def value_message() -> tf.Tensor:
             # Built whenever any problem holds: safe on a feature without values.
             position = tf.argmax(tf.concat([tf.cast(out_of_range, tf.int32), [0]], 0), output_type=tf.int64)
-            row = tf.concat([values.value_rowids(), [0]], 0)[position]
+            # A binary search over the row splits: `values.value_rowids()` traces some 70 ms of ops per
+            # feature, which made building a reader (a tf.data pipeline) take about twice as long.
+            row = tf.searchsorted(values.row_splits, [tf.cast(position, tf.int32)], side="right")[0] - 1
+            row = tf.clip_by_value(row, 0, tf.size(indices) - 1)
             value = tf.concat([flat, tf.zeros([1], flat.dtype)], 0)[position]
             index = position - tf.cast(values.row_splits[row], tf.int64)
             template = f", record {{}}: feature {name} has value {{}} at index {{}}, {description}"
