@@ -34,12 +34,13 @@ import json, sys
 import keras, numpy as np
 import keras_bert_lite  # registers the model classes, as any program loading them does
 path, features, labels = sys.argv[1], dict(np.load(sys.argv[2])), np.load(sys.argv[3])
+keras.utils.set_random_seed(0)  # dropout's masks: the same run every time
 model = keras.saving.load_model(path)
 factors = {v.path: v.numpy() for v in model.encoder.weights if "lora_kernel" in v.path}
 frozen = {v.path: v.numpy() for v in model.encoder.weights if "lora_kernel" not in v.path}
 outputs = model.predict(features, verbose=0)
 model.compile(optimizer=keras.optimizers.Adam(0.02), loss=keras.losses.SparseCategoricalCrossentropy(True))
-history = model.fit(features, labels, epochs=4, batch_size=8, verbose=0).history["loss"]
+history = model.fit(features, labels, epochs=20, batch_size=8, verbose=0).history["loss"]
 print(json.dumps({
     "outputs": outputs.tolist(), "loss": history,
     "trainable": sorted(v.path for v in model.trainable_weights),
@@ -76,7 +77,7 @@ def test_lora_trains_again_after_loading_in_a_new_process(tmp_path):
     assert result["trainable"] == sorted(v.path for v in model.trainable_weights)  # LoRA factors and the head
     assert result["a_nonzero"] and result["b_zero"]  # new adapters on the merged kernel, as enable_lora makes
     assert result["moved"] and result["frozen_kept"]  # the adapters train; the frozen weights stay
-    assert result["loss"][-1] < result["loss"][0]
+    assert result["loss"][-1] < result["loss"][0], result["loss"]  # the adapters learn
 
 
 def test_lora_weight_files_hold_the_adapters_alone(tmp_path):
