@@ -119,7 +119,7 @@ def build_task(name: str) -> dict:
     raise ValueError(f"Unknown task {name!r} in --tasks; known: torch_or_transformers, changelog_fix_or_add.")
 
 
-def test_accuracy(task: dict, side: str, learning_rate: float, seed: int) -> float:
+def fine_tuned_accuracy(task: dict, side: str, learning_rate: float, seed: int) -> float:
     keras.utils.set_random_seed(seed)
     model = BertClassifier.from_checkpoint(FLAGS.checkpoint, num_classes=2, seq_length=FLAGS.seq_length)
     if side == "random_init":
@@ -138,7 +138,7 @@ def main(argv):
     for name, task in tasks.items():
         result = {"task": name, "checkpoint": FLAGS.checkpoint, "seeds": seeds, "learning_rates": rates}
         for side in ("pretrained", "random_init"):
-            result[side] = [round(float(np.mean([test_accuracy(task, side, rate, seed) for seed in seeds])), 4)
+            result[side] = [round(float(np.mean([fine_tuned_accuracy(task, side, rate, seed) for seed in seeds])), 4)
                             for rate in rates]
         result["gain_points"] = round(100 * (max(result["pretrained"]) - max(result["random_init"])), 1)
         result["seconds"] = round(time.perf_counter() - started)

@@ -105,7 +105,7 @@ def test_batches_are_split_where_padding_costs_more_than_a_call():
     # one long text is not the width of 31 short ones; similar widths stay in one call
     assert plan_batches(np.array([256] + [16] * 31), batch_size=32) == [(0, 1), (1, 32)]
     assert plan_batches(np.array([64] * 40), batch_size=32) == [(0, 32), (32, 40)]
-    # short texts share calls up to the padded tokens of 32 of the longest: 3 calls, not 7
+    # short texts share calls up to the padded tokens of 32 of the longest: 2 calls, not 8
     assert plan_batches(np.array([256] * 32 + [16] * 200), batch_size=32) == [(0, 32), (32, 232)]
     assert plan_batches(np.array([], int), batch_size=32) == []
 
