@@ -52,6 +52,8 @@ flags.DEFINE_list("corpus_packages", list(DEPENDENCY_PACKAGES), "Installed packa
 flags.DEFINE_integer("max_documents", 0, "Use only the first N documents of the corpus (0: all).")
 flags.DEFINE_integer("vocab_size", 2000, "Size of the vocabulary learned from the corpus (unless --vocab_file).")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case text (uncased vocabulary).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of each example's tokens masked, up to "
+                   "--max_predictions_per_seq (BERT: 0.15); the held-out evaluation masks at the same rate.")
 flags.DEFINE_integer("dupe_factor", 5, "Passes over the training documents, each with new masks.")
 flags.DEFINE_integer("num_examples_to_show", 4, "Masked held-out words whose top predictions are printed.")
 flags.DEFINE_list("transfer_learning_rates", [f"{rate:g}" for rate in main_job_transfer.LEARNING_RATES],
@@ -74,6 +76,7 @@ for _name in ("dupe_factor", "transfer_epochs", "transfer_seq_length"):
     flags.register_validator(_name, lambda value: value > 0, f"--{_name} must be positive.")
 for _name in ("max_documents", "num_examples_to_show", "eval_every_steps"):
     flags.register_validator(_name, lambda value: value >= 0, f"--{_name} must be >= 0.")
+flags.register_validator("masked_lm_prob", lambda value: 0 < value <= 1, "--masked_lm_prob must be in (0, 1].")
 flags.register_validator("vocab_size", lambda value: value > 5,
                          "--vocab_size must be larger than the 5 special tokens.")
 
@@ -159,7 +162,8 @@ def build_main_job_data(long_seq_length: int = 0, long_predictions: int = 0) -> 
     settings = main_job_data.DemoDataSettings(
         packages=tuple(FLAGS.corpus_packages), max_documents=FLAGS.max_documents, vocab_size=FLAGS.vocab_size,
         vocab_file=FLAGS.vocab_file, lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq, masked_lm_prob=FLAGS.masked_lm_prob,
+        dupe_factor=FLAGS.dupe_factor,
         num_shown=FLAGS.num_examples_to_show, seed=FLAGS.seed,
     )
     if not long_seq_length:

@@ -66,7 +66,9 @@ class DemoDataSettings:
         vocab_file: use this vocabulary instead of learning one.
         lower_case: lower-case text (uncased vocabulary).
         max_seq_length: tokens per example.
-        max_predictions_per_seq: masked positions per example.
+        max_predictions_per_seq: masked positions per example, at most.
+        masked_lm_prob: fraction of each example's tokens masked (up to max_predictions_per_seq),
+            in the training and the held-out data alike.
         dupe_factor: passes over the training documents, each with new pairs and masks.
         num_shown: sentences chosen for the prediction printout.
         seed: seed of pair generation and masking.
@@ -79,6 +81,7 @@ class DemoDataSettings:
     lower_case: bool = True
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
     dupe_factor: int = 5
     num_shown: int = 4
     seed: int = 12345
@@ -253,7 +256,8 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
         vocabulary = build_vocab(sentences[::every], vocab_size=settings.vocab_size, lower_case=settings.lower_case)
         write_text_atomically(vocab_file, "".join(token + "\n" for token in vocabulary))
     common = dict(lower_case=settings.lower_case, max_seq_length=settings.max_seq_length,
-                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed,
+                  max_predictions_per_seq=settings.max_predictions_per_seq, masked_lm_prob=settings.masked_lm_prob,
+                  seed=settings.seed,
                   progress=progress)
     shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
     create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor, **common)

@@ -9,7 +9,9 @@ import sys
 
 import main_job_data  # tpu/, on sys.path through conftest.py
 import pytest
+import tensorflow as tf
 
+from keras_bert_lite.data import pretraining_feature_spec
 from keras_bert_lite.data.corpora import builtin_documents, deduplicate_sentences
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
@@ -100,3 +102,20 @@ def test_build_writes_everything_and_reuses_it(demo_data, tmp_path):
     with pytest.raises(ValueError, match="has checkpoints but its data was made with other settings"):
         main_job_data.build_demo_data(str(copy), dataclasses.replace(settings, dupe_factor=2))
     assert not [p for folder in (root, copy) for p in folder.rglob("*") if "partial" in p.name]
+
+
+def _masked_per_example(files: str, settings) -> float:
+    records = list(tf.data.TFRecordDataset(tf.io.gfile.glob(files)).as_numpy_iterator())
+    spec = pretraining_feature_spec(settings.max_seq_length, settings.max_predictions_per_seq)
+    return float(tf.io.parse_example(records, spec)["masked_lm_weights"].numpy().sum(1).mean())
+
+
+def test_masked_lm_prob_sets_how_many_tokens_training_and_heldout_data_mask(demo_data, tmp_path):
+    """--masked_lm_prob reaches both writers: 0.05 of 32 tokens masks round(1.6) = 2 positions per
+    example (1 in the rare shorter ones); the default 0.15 masks round(4.8) = 5, max_predictions_per_seq."""
+    settings, data = demo_data
+    sparse = main_job_data.build_demo_data(str(tmp_path), dataclasses.replace(
+        settings, masked_lm_prob=0.05, vocab_file=data.vocab_file), progress=False)
+    for split in ("train_files", "heldout_files"):
+        default, fewer = (_masked_per_example(getattr(d, split), settings) for d in (data, sparse))
+        assert 4.9 < default <= 5 and 1.9 < fewer <= 2, (split, default, fewer)
