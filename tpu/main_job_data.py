@@ -42,6 +42,9 @@ HELDOUT_EVERY = 10
 TASK_OFFSET = HELDOUT_EVERY // 2
 CONTAMINATION_NGRAM = 8
 TRAIN_SHARDS = 4
+# BERT's masking rate, for the held-out data whatever the training data's: its masked-LM accuracy
+# then compares across --masked_lm_prob settings and with the paper's figures.
+HELDOUT_MASKED_LM_PROB = 0.15
 # The vocabulary is learned from about this many words of the training text (every k-th sentence):
 # plenty for a few thousand WordPiece tokens, while the learner's time grows with the text.
 VOCAB_SAMPLE_WORDS = 200_000
@@ -67,8 +70,8 @@ class DemoDataSettings:
         lower_case: lower-case text (uncased vocabulary).
         max_seq_length: tokens per example.
         max_predictions_per_seq: masked positions per example, at most.
-        masked_lm_prob: fraction of each example's tokens masked (up to max_predictions_per_seq),
-            in the training and the held-out data alike.
+        masked_lm_prob: fraction of each training example's tokens masked (up to
+            max_predictions_per_seq); the held-out data is masked at `HELDOUT_MASKED_LM_PROB`.
         dupe_factor: passes over the training documents, each with new pairs and masks.
         num_shown: sentences chosen for the prediction printout.
         seed: seed of pair generation and masking.
@@ -256,12 +259,13 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
         vocabulary = build_vocab(sentences[::every], vocab_size=settings.vocab_size, lower_case=settings.lower_case)
         write_text_atomically(vocab_file, "".join(token + "\n" for token in vocabulary))
     common = dict(lower_case=settings.lower_case, max_seq_length=settings.max_seq_length,
-                  max_predictions_per_seq=settings.max_predictions_per_seq, masked_lm_prob=settings.masked_lm_prob,
-                  seed=settings.seed,
+                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed,
                   progress=progress)
     shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
-    create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor, **common)
-    create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1, **common)
+    create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor,
+                            masked_lm_prob=settings.masked_lm_prob, **common)
+    create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1,
+                            masked_lm_prob=HELDOUT_MASKED_LM_PROB, **common)
     task_documents = [dict(source=sources[i], sentences=documents[i]) for i in kept_out]
     write_text_atomically(task_documents_file, json.dumps(task_documents) + "\n")
     tokenizer = BertTokenizer(vocab_file, lower_case=settings.lower_case)
