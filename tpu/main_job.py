@@ -53,7 +53,8 @@ flags.DEFINE_integer("max_documents", 0, "Use only the first N documents of the 
 flags.DEFINE_integer("vocab_size", 2000, "Size of the vocabulary learned from the corpus (unless --vocab_file).")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case text (uncased vocabulary).")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of each training example's tokens masked, up to "
-                   "--max_predictions_per_seq (BERT: 0.15); the held-out data is masked at 0.15 whatever it is.")
+                   "--max_predictions_per_seq (BERT: 0.15); the held-out data is masked at BERT's "
+                   f"{main_job_data.HELDOUT_MASKED_LM_PROB} whatever it is.")
 flags.DEFINE_integer("dupe_factor", 5, "Passes over the training documents, each with new masks.")
 flags.DEFINE_integer("num_examples_to_show", 4, "Masked held-out words whose top predictions are printed.")
 flags.DEFINE_list("transfer_learning_rates", [f"{rate:g}" for rate in main_job_transfer.LEARNING_RATES],
