@@ -85,6 +85,7 @@ def test_killed_run_resumes_to_the_same_final_step(killed_and_resumed):
     # Run 1 went from the 32-token data to the 64-token data (10 predictions) after step 50, was
     # killed in that phase, and run 2 resumed in it.
     assert f"step {STEPS - LONG_STEPS}: new data." in first_log
+    assert "precision float32, XLA True" in first_log  # the main job's default on CPUs too
     long_data = json.loads((output / "data_long" / "manifest.json").read_text())["settings"]
     assert (long_data["max_seq_length"], long_data["max_predictions_per_seq"]) == (64, 10)
     assert long_data["vocab_file"] == str(output / "vocab.txt")
