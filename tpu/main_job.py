@@ -68,8 +68,8 @@ flags.DEFINE_integer("transfer_seq_length", main_job_transfer.SEQ_LENGTH, "Token
 flags.DEFINE_integer("eval_every_steps", 2000, "Evaluate on the held-out documents every N steps and after the "
                      "last (TensorBoard summaries/eval, metrics.json; 0: the last only).")
 flags.adopt_module_key_flags(pretrain)  # --help lists pretrain.py's flags too
-# XLA pre-trains the main job's tiny encoder at 32 and 64 tokens 1.3-1.5x faster on CPUs too
-# (benchmarks/README.md), where pretrain.py's --jit_compile=auto leaves it off.
+# XLA pre-trains the main job's tiny encoder at 32 and 64 tokens faster on CPUs too (measured in
+# benchmarks/README.md, "Main job"), where pretrain.py's --jit_compile=auto leaves it off.
 FLAGS.set_default("jit_compile", "true")
 
 # What tells a finished run of the same command (metrics.json's "flags").

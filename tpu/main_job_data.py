@@ -259,8 +259,7 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
         vocabulary = build_vocab(sentences[::every], vocab_size=settings.vocab_size, lower_case=settings.lower_case)
         write_text_atomically(vocab_file, "".join(token + "\n" for token in vocabulary))
     common = dict(lower_case=settings.lower_case, max_seq_length=settings.max_seq_length,
-                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed,
-                  progress=progress)
+                  max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed, progress=progress)
     shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
     create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor,
                             masked_lm_prob=settings.masked_lm_prob, **common)
