@@ -91,6 +91,29 @@ def test_training_read_static_shapes_repeat_and_seed(small_generated, data_helpe
     assert not np.array_equal(first[0], expected["input_ids"][:64])
 
 
+def test_training_read_without_autotuning_reads_what_autotuning_reads(small_generated, data_helpers):
+    """tf.data autotuning is off (deleting an autotuned iterator waits for its tuning thread, up to a
+    minute in TensorFlow 2.21: the main job lost about 50 s at its switch to 64-token data), and the
+    batches are the ones the same pipeline gives with it on."""
+    _, files, _ = small_generated
+
+    def dataset():  # a new pipeline each time: iterating one again reshuffles it
+        return pretraining_dataset(files, 32, data_helpers.seq_length, data_helpers.max_predictions,
+                                   shuffle_buffer=500, seed=7)
+
+    assert dataset().options().autotune.enabled is False
+    autotuned = tf.data.Options()
+    autotuned.autotune.enabled = True
+    batches = list(dataset().take(6))
+    reference = list(dataset().with_options(autotuned).take(6))
+    assert reference and len(batches) == len(reference)
+    for (features, labels), (features_ref, labels_ref) in zip(batches, reference):
+        for name in list(FEATURES):
+            np.testing.assert_array_equal(features[name], features_ref[name])
+        for name in LABELS:
+            np.testing.assert_array_equal(labels[name], labels_ref[name])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("num_files", [3, 1])
 def test_input_pipelines_split_the_data(small_generated, data_helpers, num_files):
