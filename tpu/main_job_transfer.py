@@ -148,8 +148,9 @@ def build_tasks(
 
 class _FineTuner:
     """One classifier per side and number of classes, fine-tuned again from the same start for
-    every task and rate: its weights and optimizer state are reset and the rate set, so Keras
-    traces its training step once, not once per run (tracing costs more than a run's steps)."""
+    every task and rate: its variables (weights and dropout's seed states) and optimizer state are
+    reset and the rate set, so Keras traces its training step once, not once per run (tracing
+    costs more than a run's steps), and every run computes what a first run in a new process would."""
 
     def __init__(self, encoder: BertEncoder, seed: int):
         self.encoder, self.seed, self.models = encoder, seed, {}
@@ -162,9 +163,11 @@ class _FineTuner:
             model = BertClassifier(BertEncoder(self.encoder.config), num_classes)
             model.encoder.set_weights(self.encoder.get_weights())
             model.compile(learning_rate=learning_rate)
-            self.models[num_classes] = (model, model.get_weights())
+            # model.variables, not get_weights(): dropout's seed states too, so each run draws the same masks.
+            self.models[num_classes] = (model, [(v, keras.ops.convert_to_numpy(v)) for v in model.variables])
         model, start = self.models[num_classes]
-        model.set_weights(start)
+        for variable, value in start:
+            variable.assign(value)
         for variable in model.optimizer.variables:  # a fresh optimizer: no moments, step 0
             variable.assign(tf.zeros_like(variable))
         model.optimizer.learning_rate = learning_rate

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models import BertEncoder
+from keras_bert_lite.text.preprocessor import BertPreprocessor
 
 WORDS = ["module", "object", "string", "file", "array", "axis", "layer", "model"]
 SOURCES = ["help:assert", "json.decoder", "numpy._core.fromnumeric", "tensorflow.python.ops.math_ops",
@@ -113,3 +114,22 @@ def test_transfer_suite_compares_both_sides_on_every_task(vocab_file, tmp_path):
     task = result["tasks"]["numpy_or_tensorflow"]
     assert tags["transfer/numpy_or_tensorflow/random_init"] == (7, pytest.approx(task["random_init"], rel=1e-5))
     assert len(tags) == 1 + 4 * len(tasks)
+
+
+def test_every_fine_tuning_run_computes_what_a_first_run_would(vocab_file):
+    """A run after others (the classifier reused, its variables and optimizer reset) ends with the
+    weights, and the accuracies, of the same run made first by a new tuner: dropout masks included."""
+    sources = [("json.decoder", "numpy.linalg", "tensorflow.python.ops", "keras.src.ops")[i % 4] for i in range(30)]
+    task = transfer.build_tasks(documents(30, sentences=20), sources, sizes=(16, 4, 8))["python_or_package"]
+    preprocessor = BertPreprocessor(vocab_file, seq_length=24)
+    train, evaluate = (({k: v.numpy() for k, v in preprocessor(tf.constant(texts)).items()}, labels)
+                       for texts, labels in (task.train, task.test))
+    config = BertConfig.preset("tiny", vocab_size=36, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                               num_hidden_layers=1, max_position_embeddings=24, hidden_dropout_prob=0.3)
+    encoder = BertEncoder(config)
+    later, first = transfer._FineTuner(encoder, seed=5), transfer._FineTuner(encoder, seed=5)
+    later.run(2, 1e-2, train, [evaluate], epochs=2)
+    accuracies = later.run(2, 3e-3, train, [evaluate], epochs=2)
+    assert first.run(2, 3e-3, train, [evaluate], epochs=2) == accuracies
+    for a, b in zip(later.models[2][0].get_weights(), first.models[2][0].get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
