@@ -195,7 +195,7 @@ def pretraining_dataset(
         )
     # No tf.data autotuning: deleting an iterator (at a switch to new data, at the end of a run) waits
     # for the autotuning thread's next wake-up, which comes up to a minute later in TensorFlow 2.21. The
-    # elements and their order are the same with it off; AUTOTUNE parallelism becomes the core count.
+    # elements and their order are the same with it off (AUTOTUNE values then take tf.data's fixed defaults).
     options = tf.data.Options()
     options.autotune.enabled = False
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
