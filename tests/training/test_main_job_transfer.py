@@ -14,6 +14,8 @@ from keras_bert_lite.text.preprocessor import BertPreprocessor
 WORDS = ["module", "object", "string", "file", "array", "axis", "layer", "model"]
 SOURCES = ["help:assert", "json.decoder", "numpy._core.fromnumeric", "tensorflow.python.ops.math_ops",
            "keras.src.layers.core.dense", "absl.flags"]
+# One source a document, for 30 documents: enough for the suite's tasks at small sizes.
+SUITE_SOURCES = [("json.decoder", "numpy.linalg", "tensorflow.python.ops", "keras.src.ops")[i % 4] for i in range(30)]
 
 
 def documents(count: int, offset: int = 0, sentences: int = 3) -> list[list[str]]:
@@ -84,8 +86,7 @@ def test_too_few_documents_for_a_task_is_one_error_naming_it():
 @pytest.mark.slow
 def test_transfer_suite_compares_both_sides_on_every_task(vocab_file, tmp_path):
     kept_out = documents(30, sentences=20)
-    sources = [("json.decoder", "numpy.linalg", "tensorflow.python.ops", "keras.src.ops")[i % 4] for i in range(30)]
-    tasks = transfer.build_tasks(kept_out, sources, sizes=(24, 8, 16))
+    tasks = transfer.build_tasks(kept_out, SUITE_SOURCES, sizes=(24, 8, 16))
     tasks = {name: tasks[name] for name in ("python_or_package", "numpy_or_tensorflow")}
     config = BertConfig.preset("tiny", vocab_size=36, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                                num_hidden_layers=1, max_position_embeddings=24)
@@ -119,8 +120,7 @@ def test_transfer_suite_compares_both_sides_on_every_task(vocab_file, tmp_path):
 def test_every_fine_tuning_run_computes_what_a_first_run_would(vocab_file):
     """A run after others (the classifier reused, its variables and optimizer reset) ends with the
     weights, and the accuracies, of the same run made first by a new tuner: dropout masks included."""
-    sources = [("json.decoder", "numpy.linalg", "tensorflow.python.ops", "keras.src.ops")[i % 4] for i in range(30)]
-    task = transfer.build_tasks(documents(30, sentences=20), sources, sizes=(16, 4, 8))["python_or_package"]
+    task = transfer.build_tasks(documents(30, sentences=20), SUITE_SOURCES, sizes=(16, 4, 8))["python_or_package"]
     preprocessor = BertPreprocessor(vocab_file, seq_length=24)
     train, evaluate = (({k: v.numpy() for k, v in preprocessor(tf.constant(texts)).items()}, labels)
                        for texts, labels in (task.train, task.test))
