@@ -25,6 +25,7 @@ Usage:
 
     python benchmarks/transfer_outside_corpus.py --checkpoint=output/pretrain
     python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --seeds=1,2,3 --tasks=changelog_fix_or_add
+    python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --reinitialize=transformer_layer_0,transformer_layer_1
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ flags.DEFINE_integer("train_examples", 500, "Balanced training sentences per tas
 flags.DEFINE_integer("test_examples", 1000, "Balanced test sentences per task.")
 flags.DEFINE_integer("epochs", 8, "Epochs of fit.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per sentence.")
+flags.DEFINE_list("reinitialize", [], "Layers of the encoder (embeddings, transformer_layer_0, ..., pooler) "
+                  "that the pre-trained side takes from its random-init twin: which parts transfer?")
 
 CHANGELOG_FILES = "/usr/share/doc/*/changelog*.gz", "/usr/share/doc/*/NEWS*.gz"
 FIX, ADD = {"fix", "fixed", "fixes", "fixing"}, {"add", "added", "adds", "adding"}
@@ -119,11 +122,22 @@ def build_task(name: str) -> dict:
     raise ValueError(f"Unknown task {name!r} in --tasks; known: torch_or_transformers, changelog_fix_or_add.")
 
 
-def fine_tuned_accuracy(task: dict, side: str, learning_rate: float, seed: int) -> float:
+def classifier(side: str, seed: int) -> BertClassifier:
+    """The checkpoint's classifier ("pretrained", with --reinitialize's layers taken from a random-init
+    twin) or its random-init twin ("random_init"), seeded by `seed`."""
     keras.utils.set_random_seed(seed)
     model = BertClassifier.from_checkpoint(FLAGS.checkpoint, num_classes=2, seq_length=FLAGS.seq_length)
     if side == "random_init":
-        model = BertClassifier(BertEncoder(model.encoder.config), 2, preprocessor=model.preprocessor)
+        return BertClassifier(BertEncoder(model.encoder.config), 2, preprocessor=model.preprocessor)
+    if FLAGS.reinitialize:
+        twin = BertEncoder(model.encoder.config)
+        for name in FLAGS.reinitialize:
+            model.encoder.get_layer(name).set_weights(twin.get_layer(name).get_weights())
+    return model
+
+
+def fine_tuned_accuracy(task: dict, side: str, learning_rate: float, seed: int) -> float:
+    model = classifier(side, seed)
     model.compile(learning_rate=learning_rate)
     model.fit(*task["train"], epochs=FLAGS.epochs, batch_size=32, verbose=0)
     texts, labels = task["test"]

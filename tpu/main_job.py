@@ -31,6 +31,7 @@ import dataclasses
 import json
 import os
 
+import keras
 import main_job_data
 import main_job_report
 import main_job_transfer
@@ -131,12 +132,14 @@ def main(argv):
     chief = strategy.extended.should_checkpoint
     metrics = pretrain.run_metrics(result, config, strategy)
     metrics.update(report(loop.model, data, result["evaluations"], chief))
-    if chief and isinstance(transfer_tasks, dict):
-        metrics["transfer"] = transfer(loop.model.encoder, transfer_tasks, data.vocab_file, result["step"])
-    elif isinstance(transfer_tasks, str):
+    if isinstance(transfer_tasks, str):
         metrics["transfer_skipped"] = transfer_tasks
     if chief:
-        pretrain.write_outputs(loop.model, metrics, data.vocab_file, OWN_FLAGS, do_lower_case=FLAGS.do_lower_case)
+        files = pretrain.export(loop.model, data.vocab_file, do_lower_case=FLAGS.do_lower_case)
+        if isinstance(transfer_tasks, dict):  # the suite fine-tunes what the folder holds, as a user would
+            encoder = keras.saving.load_model(files["encoder"])
+            metrics["transfer"] = transfer(encoder, transfer_tasks, data.vocab_file, result["step"])
+        pretrain.write_metrics(metrics, files, OWN_FLAGS)
 
 
 def report_finished_run() -> bool:

@@ -1,0 +1,50 @@
+"""`benchmarks/transfer_outside_corpus.py`: the classifiers it fine-tunes are the checkpoint's, its
+random-init twin, or the checkpoint's with the `--reinitialize` layers taken from the twin."""
+
+import pathlib
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from keras_bert_lite.config import BertConfig
+from keras_bert_lite.models.encoder import BertEncoder
+from tests.examples import scripts
+
+BENCHMARK = pathlib.Path(__file__).parents[1] / "benchmarks" / "transfer_outside_corpus.py"
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+
+
+@pytest.fixture(scope="module")
+def benchmark(tmp_path_factory):
+    """The script's module, its flags parsed for a two-layer checkpoint folder of ours."""
+    folder = tmp_path_factory.mktemp("pretrain")
+    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=len(VOCAB), max_position_embeddings=16))
+    encoder.save(str(folder / "encoder.keras"))
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    with mock.patch.dict("os.environ"):  # the script sets its TF_* defaults; keep them out of other tests
+        module = scripts.load_script(BENCHMARK)
+    module.FLAGS([str(BENCHMARK), f"--checkpoint={folder}", "--seq_length=16"])
+    return module, encoder
+
+
+def _same(encoder, other, name):
+    """Whether layer `name` holds the same weights in both encoders."""
+    pairs = zip(encoder.get_layer(name).get_weights(), other.get_layer(name).get_weights(), strict=True)
+    return all(np.array_equal(a, b) for a, b in pairs)
+
+
+def test_each_side_and_reinitialized_layers(benchmark):
+    module, saved = benchmark
+    names = ["embeddings", "transformer_layer_0", "transformer_layer_1", "pooler"]
+    pretrained, random_init = module.classifier("pretrained", 1), module.classifier("random_init", 1)
+    for name in names:
+        assert _same(pretrained.encoder, saved, name) and not _same(random_init.encoder, saved, name), name
+    module.FLAGS.reinitialize = ["transformer_layer_1", "pooler"]
+    try:
+        mixed = module.classifier("pretrained", 1)
+    finally:
+        module.FLAGS.reinitialize = []
+    for name in names:
+        kept = name not in ("transformer_layer_1", "pooler")
+        assert _same(mixed.encoder, saved, name) == kept, name
