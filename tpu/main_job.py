@@ -41,6 +41,7 @@ from absl import flags
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES
 from keras_bert_lite.models import BertEncoder, BertPretrainer
 from keras_bert_lite.text.tokenizer import load_vocabulary
+from keras_bert_lite.training import export_pretrained
 
 FLAGS = flags.FLAGS
 # Passes over the training documents for the --long_seq_length data: its examples hold twice the
@@ -135,7 +136,7 @@ def main(argv):
     if isinstance(transfer_tasks, str):
         metrics["transfer_skipped"] = transfer_tasks
     if chief:
-        files = pretrain.export(loop.model, data.vocab_file, do_lower_case=FLAGS.do_lower_case)
+        files = export_pretrained(loop.model, FLAGS.output_dir, data.vocab_file, do_lower_case=FLAGS.do_lower_case)
         if isinstance(transfer_tasks, dict):  # the suite fine-tunes what the folder holds, as a user would
             encoder = keras.saving.load_model(files["encoder"])
             metrics["transfer"] = transfer(encoder, transfer_tasks, data.vocab_file, result["step"])

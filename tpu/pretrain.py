@@ -85,9 +85,6 @@ flags.DEFINE_string("bert_config_file", None, "Google bert_config.json, instead 
 flags.DEFINE_enum("model", "tiny", PRESETS, "Model preset (its vocab_size is taken from the vocabulary).")
 flags.DEFINE_float("dropout_rate", 0.0, "--model's dropout on hidden layers and attention (BERT: 0.1; a "
                    "short run learns faster without it).")
-flags.DEFINE_float("fine_tuning_dropout_rate", 0.1, "Dropout of the exported model (bert_config.json, "
-                   "encoder.keras), which models loaded from --output_dir train with: BERT's 0.1, whatever "
-                   "pre-training used.")
 flags.DEFINE_string("init_checkpoint", None, "Initial weights: a checkpoint of this script, a .keras file, "
                     "or a Google BERT checkpoint. Ignored when --output_dir has checkpoints (resume).")
 # Training.
@@ -191,15 +188,14 @@ def _length_problem(v: dict) -> str | None:
     return None
 
 
-@_checks("bert_config_file", "model", "dropout_rate", "fine_tuning_dropout_rate")
+@_checks("bert_config_file", "model", "dropout_rate")
 def _model_problem(v: dict) -> str | None:
     if v["bert_config_file"] and _given("model"):
         return "--bert_config_file and --model both set; give one of them."
     if v["bert_config_file"] and _given("dropout_rate"):
         return "--dropout_rate applies to --model; --bert_config_file has its own dropout."
-    for name in ("dropout_rate", "fine_tuning_dropout_rate"):
-        if not 0 <= v[name] < 1:
-            return f"--{name}={v[name]} must be in [0, 1)."
+    if not 0 <= v["dropout_rate"] < 1:
+        return f"--dropout_rate={v['dropout_rate']} must be in [0, 1)."
     return None
 
 
@@ -287,7 +283,8 @@ def main(argv):
         check_input_files(files, config.vocab_size, length, predictions)
     loop, result = train(strategy, config, init_checkpoint, FLAGS.vocab_file, phase_files, phases, long_steps)
     if strategy.extended.should_checkpoint:
-        write_metrics(run_metrics(result, config, strategy), export(loop.model, FLAGS.vocab_file), OWN_FLAGS)
+        files = export_pretrained(loop.model, FLAGS.output_dir, FLAGS.vocab_file)
+        write_metrics(run_metrics(result, config, strategy), files, OWN_FLAGS)
 
 
 def check_arguments(argv: list[str]) -> None:
@@ -353,16 +350,10 @@ def run_metrics(result: dict, config: BertConfig, strategy: tf.distribute.Strate
                 precision=keras.config.dtype_policy().name)
 
 
-def export(model: BertPretrainer, vocab_file: str, do_lower_case: bool | None = None) -> dict[str, str]:
-    """Writes the model files of --output_dir (`export_pretrained`, at --fine_tuning_dropout_rate);
-    returns them by name. `write_metrics` comes after: metrics.json marks a finished run."""
-    return export_pretrained(model, FLAGS.output_dir, vocab_file, do_lower_case=do_lower_case,
-                             dropout_rate=FLAGS.fine_tuning_dropout_rate)
-
-
 def write_metrics(metrics: dict, files: dict[str, str], own_flags: list[str]) -> None:
-    """Writes metrics.json, last, with the exported `files` and the values of `own_flags` (which tell
-    a finished run of the same command: `finished_run_metrics`)."""
+    """Writes metrics.json, last (after `export_pretrained`: it marks a finished run), with the exported
+    `files` and the values of `own_flags` (which tell a finished run of the same command:
+    `finished_run_metrics`)."""
     metrics["files"] = files
     metrics["flags"] = {name: FLAGS[name].value for name in own_flags}
     path = os.path.join(FLAGS.output_dir, METRICS_FILE)

@@ -8,7 +8,6 @@ even a lost or damaged state file resumes from the newest readable checkpoint.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -204,7 +203,6 @@ def restore_model_weights(model: BertPretrainer, path: str) -> str:
 
 def export_pretrained(
     model: BertPretrainer, output_dir: str, vocab_file: str | None = None, do_lower_case: bool | None = None,
-    dropout_rate: float | None = None,
 ) -> dict[str, str]:
     """Saves the trained model for fine-tuning as float32 copies, each file written atomically.
 
@@ -218,18 +216,12 @@ def export_pretrained(
         output_dir: folder to write into (local or any `tf.io.gfile` filesystem); created if needed.
         vocab_file: the WordPiece vocabulary the model was trained with.
         do_lower_case: whether the training text was lower-cased; None writes no `tokenizer_config.json`.
-        dropout_rate: the hidden and attention dropout of the saved config, which every model loaded
-            from the folder trains with (BERT's fine-tuning uses 0.1, while a short pre-training run
-            learns faster without dropout); None keeps the model's.
 
     Returns:
         Name ("pretrainer", "encoder", "bert_config", "vocab", "tokenizer_config") -> written path.
     """
     tf.io.gfile.makedirs(output_dir)
-    config = model.encoder.config
-    if dropout_rate is not None:
-        config = dataclasses.replace(config, hidden_dropout_prob=dropout_rate, attention_probs_dropout_prob=dropout_rate)
-    copy = BertPretrainer(BertEncoder(config, dtype="float32"), name=model.name)
+    copy = BertPretrainer(BertEncoder(model.encoder.config, dtype="float32"), name=model.name)
     copy.set_weights(model.get_weights())
     paths = {
         "pretrainer": save_model(copy, os.path.join(output_dir, "pretrainer.keras")),

@@ -135,9 +135,7 @@ def test_main_job_learns_and_writes_everything(killed_and_resumed):
     vocab = (output / "vocab.txt").read_text().split("\n")
     config = json.loads((output / "bert_config.json").read_text())
     assert config["vocab_size"] == len([t for t in vocab if t]) and config["hidden_size"] == 128
-    # Pre-trained without dropout; exported with the dropout fine-tuning uses (BERT's 0.1).
-    assert metrics["model"]["hidden_dropout_prob"] == metrics["model"]["attention_probs_dropout_prob"] == 0.0
-    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.1
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.0
     encoder = keras.saving.load_model(output / "encoder.keras")
     assert isinstance(encoder, BertEncoder) and encoder.config.to_dict() == config
     assert json.loads((output / "tokenizer_config.json").read_text()) == {"do_lower_case": True}
@@ -274,7 +272,6 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--bert_config_file=c.json --model=mini": "--bert_config_file and --model both set",
         "--bert_config_file=c.json --dropout_rate=0.1": "--dropout_rate applies to --model",
         "--dropout_rate=1": "--dropout_rate=1.0 must be in [0, 1)",
-        "--fine_tuning_dropout_rate=-0.1": "--fine_tuning_dropout_rate=-0.1 must be in [0, 1)",
         "--tpu=local": "--tpu only applies to --strategy=tpu",
         "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
         "--num_train_steps=0": "--num_train_steps must be positive",

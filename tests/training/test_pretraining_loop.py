@@ -1,6 +1,5 @@
 """The distributed pre-training loop in one process: loss, accumulation, NaN guard, checkpoints."""
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -160,21 +159,6 @@ def test_export_writes_float32_models_for_fine_tuning(jobs, tmp_path):
     assert (folder.kind, folder.lower_case) == ("keras", False), folder.lower_case_source
     assert not [p for p in (tmp_path / "export").iterdir() if "partial" in p.name]
 
-
-
-def test_export_with_a_dropout_rate_saves_it_in_every_file_and_the_same_weights(jobs, tmp_path):
-    """A run pre-trained without dropout exports the dropout fine-tuning uses: the folder's one config
-    (bert_config.json, encoder.keras, pretrainer.keras) says it, and the weights are the trained ones."""
-    loop = jobs.build(tf.distribute.get_strategy(), 8)
-    assert loop.model.encoder.config.hidden_dropout_prob == 0.0
-    paths = export_pretrained(loop.model, str(tmp_path / "export"), dropout_rate=0.25)
-    encoder = keras.saving.load_model(paths["encoder"])
-    pretrainer = keras.saving.load_model(paths["pretrainer"])
-    expected = dataclasses.replace(jobs.tiny_config(), hidden_dropout_prob=0.25, attention_probs_dropout_prob=0.25)
-    assert encoder.config == pretrainer.encoder.config == expected
-    assert json.loads(Path(paths["bert_config"]).read_text()) == expected.to_dict()
-    for exported, weight in zip(pretrainer.get_weights(), loop.model.get_weights(), strict=True):
-        np.testing.assert_array_equal(exported, weight)
 
 @pytest.mark.slow
 def test_mixed_float16_trains_with_loss_scaling(jobs, large_batch_run):
