@@ -107,6 +107,8 @@ flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps (default: --
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warmup, unless "
                    "--num_warmup_steps.")
 flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate (BERT-base: 1e-4 at batch 256).")
+flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay, except on LayerNorm weights and biases "
+                   "(BERT: 0.01).")
 flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_TYPES, "AdamW (BERT) or LAMB (large batches).")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step; the update equals one step "
                      "on the whole global batch.")
@@ -134,6 +136,7 @@ OWN_FLAGS = sorted(frozenset(FLAGS) - _EARLIER_FLAGS)
 
 for _name in _POSITIVE:
     flags.register_validator(_name, lambda value: value > 0, f"--{_name} must be positive.")
+flags.register_validator("weight_decay_rate", lambda value: value >= 0, "--weight_decay_rate must be >= 0.")
 
 
 def _checks(*names: str):
@@ -414,7 +417,7 @@ def build_loop(strategy: tf.distribute.Strategy, config: BertConfig, init_checkp
     with strategy.scope():
         pretrainer = BertPretrainer(BertEncoder(config))
         optimizer = create_optimizer(FLAGS.learning_rate, FLAGS.num_train_steps, warmup,
-                                     optimizer_type=FLAGS.optimizer)
+                                     FLAGS.weight_decay_rate, optimizer_type=FLAGS.optimizer)
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     if init_checkpoint:

@@ -21,6 +21,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lite import tf_startup
+from keras_bert_lite.config import BertConfig
 from keras_bert_lite.data.corpora import builtin_documents
 from keras_bert_lite.data.pretraining.writer import create_pretraining_data
 from keras_bert_lite.models import BertEncoder
@@ -275,6 +276,7 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
         "--tpu=local": "--tpu only applies to --strategy=tpu",
         "--num_gpus=1": "--num_gpus only applies to --strategy=mirrored or one_device",
         "--num_train_steps=0": "--num_train_steps must be positive",
+        "--weight_decay_rate=-0.1": "--weight_decay_rate must be >= 0",
         "--long_seq_length=0 --long_steps=5": "--long_steps only apply with --long_seq_length",
         "--max_seq_length=64 --long_predictions_per_seq=9": "--long_predictions_per_seq only apply with --long_seq_l",
         "--long_seq_length=32": "--long_seq_length=32 must be longer than --max_seq_length=32 (or 0)",
@@ -308,6 +310,16 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
 
 
 @pytest.mark.slow
+def test_weight_decay_rate_is_the_optimizers():
+    """--weight_decay_rate reaches BERT's optimizer for both --optimizer types."""
+    module = _scripts().load_script(PRETRAIN)
+    for optimizer_type in ("adamw", "lamb"):
+        module.FLAGS([str(PRETRAIN), "--weight_decay_rate=0.05", f"--optimizer={optimizer_type}",
+                      "--input_files=x.tfrecord", "--vocab_file=v.txt"])
+        loop = module.build_loop(tf.distribute.get_strategy(), BertConfig.preset("tiny", vocab_size=50), None)
+        assert loop.optimizer.weight_decay == 0.05, optimizer_type
+
+
 def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLED_DEVICE_TYPES"}  # as a user's shell has it
     run = subprocess.run([sys.executable, str(PRETRAIN), "--num_train_steps=20", "--num_warmup_steps=60",
