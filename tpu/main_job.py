@@ -57,6 +57,8 @@ flags.DEFINE_bool("do_lower_case", True, "Lower-case text (uncased vocabulary)."
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of each training example's tokens masked, up to "
                    "--max_predictions_per_seq (BERT: 0.15); the held-out data is masked at BERT's "
                    f"{main_job_data.HELDOUT_MASKED_LM_PROB} whatever it is.")
+flags.DEFINE_bool("do_whole_word_mask", False, "Mask whole words (all their WordPieces) in the training data, as "
+                  "create_pretraining_data.py does; the held-out data keeps BERT's token masking.")
 flags.DEFINE_integer("dupe_factor", 5, "Passes over the training documents, each with new masks.")
 flags.DEFINE_integer("num_examples_to_show", 4, "Masked held-out words whose top predictions are printed.")
 flags.DEFINE_list("transfer_learning_rates", [f"{rate:g}" for rate in main_job_transfer.LEARNING_RATES],
@@ -171,7 +173,7 @@ def build_main_job_data(long_seq_length: int = 0, long_predictions: int = 0) -> 
         packages=tuple(FLAGS.corpus_packages), max_documents=FLAGS.max_documents, vocab_size=FLAGS.vocab_size,
         vocab_file=FLAGS.vocab_file, lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, masked_lm_prob=FLAGS.masked_lm_prob,
-        dupe_factor=FLAGS.dupe_factor,
+        whole_word_masking=FLAGS.do_whole_word_mask, dupe_factor=FLAGS.dupe_factor,
         num_shown=FLAGS.num_examples_to_show, seed=FLAGS.seed,
     )
     if not long_seq_length:

@@ -72,6 +72,8 @@ class DemoDataSettings:
         max_predictions_per_seq: masked positions per example, at most.
         masked_lm_prob: fraction of each training example's tokens masked (up to
             max_predictions_per_seq); the held-out data is masked at `HELDOUT_MASKED_LM_PROB`.
+        whole_word_masking: mask whole words (all their WordPieces) in the training data; the
+            held-out data keeps BERT's token masking, so its figures compare across settings.
         dupe_factor: passes over the training documents, each with new pairs and masks.
         num_shown: sentences chosen for the prediction printout.
         seed: seed of pair generation and masking.
@@ -85,6 +87,7 @@ class DemoDataSettings:
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
+    whole_word_masking: bool = False
     dupe_factor: int = 5
     num_shown: int = 4
     seed: int = 12345
@@ -262,7 +265,8 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
                   max_predictions_per_seq=settings.max_predictions_per_seq, seed=settings.seed, progress=progress)
     shards = [train_files.replace("*", str(i)) for i in range(TRAIN_SHARDS)]
     create_pretraining_data(train, vocab_file, shards, dupe_factor=settings.dupe_factor,
-                            masked_lm_prob=settings.masked_lm_prob, **common)
+                            masked_lm_prob=settings.masked_lm_prob,
+                            whole_word_masking=settings.whole_word_masking, **common)
     create_pretraining_data(heldout, vocab_file, [heldout_files], dupe_factor=1,
                             masked_lm_prob=HELDOUT_MASKED_LM_PROB, **common)
     task_documents = [dict(source=sources[i], sentences=documents[i]) for i in kept_out]

@@ -120,3 +120,39 @@ def test_masked_lm_prob_sets_how_many_training_tokens_are_masked_and_leaves_the_
     assert 4.9 < default <= 5 and 1.9 < fewer <= 2, (default, fewer)
     assert _masked_per_example(data.heldout_files, settings) > 4.9
     assert pathlib.Path(sparse.heldout_files).read_bytes() == pathlib.Path(data.heldout_files).read_bytes()
+
+
+def _pieces_without_their_word(files: str, settings, vocab_file: str) -> tuple[int, int]:
+    """(masked "##" pieces whose word's previous piece is not masked, masked pieces) in `files`. A
+    piece right after [CLS] or [SEP] starts its segment: truncation cut its word's start."""
+    import tensorflow as tf
+
+    from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
+
+    vocabulary = pathlib.Path(vocab_file).read_text().splitlines()
+    spec = pretraining_feature_spec(settings.max_seq_length, settings.max_predictions_per_seq)
+    split, masked = 0, 0
+    for record in tf.data.TFRecordDataset(sorted(tf.io.gfile.glob(files))):
+        example = tf.io.parse_single_example(record, spec)
+        weights = example["masked_lm_weights"].numpy() > 0
+        positions = example["masked_lm_positions"].numpy()[weights]
+        labels = example["masked_lm_ids"].numpy()[weights]
+        before = [vocabulary[i] for i in example["input_ids"].numpy()[positions - 1]]
+        chosen = set(positions.tolist())
+        masked += len(positions)
+        split += sum(vocabulary[label].startswith("##") and position - 1 not in chosen and token not in ("[CLS]", "[SEP]")
+                     for position, label, token in zip(positions, labels, before))
+    return split, masked
+
+
+def test_whole_word_masking_masks_every_piece_of_a_word_in_the_training_data_only(demo_data, tmp_path):
+    """--do_whole_word_mask reaches the training data's writer: no masked "##" piece without the piece
+    before it (token masking splits words on the same data); the held-out data is the same file."""
+    settings, data = demo_data
+    whole = main_job_data.build_demo_data(str(tmp_path), dataclasses.replace(
+        settings, whole_word_masking=True, vocab_file=data.vocab_file), progress=False)
+    split, masked = _pieces_without_their_word(whole.train_files, settings, data.vocab_file)
+    assert split == 0 and masked > 1000, (split, masked)
+    split, masked = _pieces_without_their_word(data.train_files, settings, data.vocab_file)
+    assert split > 10, (split, masked)
+    assert pathlib.Path(whole.heldout_files).read_bytes() == pathlib.Path(data.heldout_files).read_bytes()
