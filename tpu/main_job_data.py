@@ -233,7 +233,9 @@ def build_demo_data(output_dir: str, settings: DemoDataSettings, progress: bool 
     if tf.io.gfile.exists(manifest_file):
         with tf.io.gfile.GFile(manifest_file) as f:
             manifest = json.load(f)
-        if manifest.get("settings") == recorded:
+        written = manifest.get("settings")
+        # A setting added since the manifest was written had its default then.
+        if written is not None and {**dataclasses.asdict(DemoDataSettings()), **written} == recorded:
             logging.info("Reusing the vocabulary and data in %s.", data_dir)
             shown = tuple(tuple(pair) for pair in manifest["shown_sentences"])
             return DemoData(vocab_file, train_files, heldout_files, task_documents_file, shown,

@@ -10,8 +10,10 @@ import sys
 import main_job_data  # tpu/, on sys.path through conftest.py
 import main_job_report
 import pytest
+import tensorflow as tf
 
 from keras_bert_lite.data.corpora import builtin_documents, deduplicate_sentences
+from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
 from keras_bert_lite.text.tokenizer import BertTokenizer
 
 
@@ -100,6 +102,15 @@ def test_build_writes_everything_and_reuses_it(demo_data, tmp_path):
     (copy / "checkpoints").mkdir()
     with pytest.raises(ValueError, match="has checkpoints but its data was made with other settings"):
         main_job_data.build_demo_data(str(copy), dataclasses.replace(settings, dupe_factor=2))
+    # A manifest written before a setting existed had that setting's default: still reused.
+    older = json.loads((copy / "data" / "manifest.json").read_text())
+    del older["settings"]["whole_word_masking"]
+    (copy / "data" / "manifest.json").write_text(json.dumps(older))
+    assert main_job_data.build_demo_data(str(copy), settings) == dataclasses.replace(
+        data, **{name: getattr(data, name).replace(str(root), str(copy))
+                 for name in ("vocab_file", "train_files", "heldout_files", "task_documents_file")})
+    with pytest.raises(ValueError, match="has checkpoints but its data was made with other settings"):
+        main_job_data.build_demo_data(str(copy), dataclasses.replace(settings, whole_word_masking=True))
     assert not [p for folder in (root, copy) for p in folder.rglob("*") if "partial" in p.name]
 
 
@@ -125,10 +136,6 @@ def test_masked_lm_prob_sets_how_many_training_tokens_are_masked_and_leaves_the_
 def _pieces_without_their_word(files: str, settings, vocab_file: str) -> tuple[int, int]:
     """(masked "##" pieces whose word's previous piece is not masked, masked pieces) in `files`. A
     piece right after [CLS] or [SEP] starts its segment: truncation cut its word's start."""
-    import tensorflow as tf
-
-    from keras_bert_lite.data.pretraining.format import pretraining_feature_spec
-
     vocabulary = pathlib.Path(vocab_file).read_text().splitlines()
     spec = pretraining_feature_spec(settings.max_seq_length, settings.max_predictions_per_seq)
     split, masked = 0, 0

@@ -309,7 +309,6 @@ def test_flags_are_checked_against_each_other_before_anything_is_built(tmp_path,
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.slow
 def test_weight_decay_rate_is_the_optimizers():
     """--weight_decay_rate reaches BERT's optimizer for both --optimizer types."""
     module = _scripts().load_script(PRETRAIN)
@@ -320,6 +319,7 @@ def test_weight_decay_rate_is_the_optimizers():
         assert loop.optimizer.weight_decay == 0.05, optimizer_type
 
 
+@pytest.mark.slow
 def test_in_a_fresh_process_bad_input_is_one_line_and_exit_code_1(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLED_DEVICE_TYPES"}  # as a user's shell has it
     run = subprocess.run([sys.executable, str(PRETRAIN), "--num_train_steps=20", "--num_warmup_steps=60",
