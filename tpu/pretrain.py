@@ -365,14 +365,18 @@ def write_metrics(metrics: dict, files: dict[str, str], own_flags: list[str]) ->
 
 
 def finished_run_metrics(own_flags: list[str]) -> dict | None:
-    """--output_dir's metrics.json if it is this command's (the same values of `own_flags`),
-    finished, saying so; else None (a rerun of a finished run then trains and writes nothing)."""
+    """--output_dir's metrics.json if it is this command's (the same values of `own_flags`; a flag
+    its run did not record counts at its default), finished, saying so; else None (a rerun of a
+    finished run then trains and writes nothing)."""
     path = os.path.join(FLAGS.output_dir, METRICS_FILE)
     if not tf.io.gfile.exists(path):
         return None
     with tf.io.gfile.GFile(path) as f:
         metrics = json.load(f)
-    if metrics.get("flags") != {name: FLAGS[name].value for name in own_flags}:
+    written = metrics.get("flags")
+    # A flag added since the run finished had its default then.
+    if written is None or {name: written.get(name, FLAGS[name].default) for name in own_flags} != {
+            name: FLAGS[name].value for name in own_flags}:
         return None
     print(f"\n{FLAGS.output_dir} holds this command's finished run of {metrics['train']['step']} steps "
           "(use another --output_dir to train again).")
