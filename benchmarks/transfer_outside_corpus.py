@@ -26,6 +26,7 @@ Usage:
     python benchmarks/transfer_outside_corpus.py --checkpoint=output/pretrain
     python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --seeds=1,2,3 --tasks=changelog_fix_or_add
     python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --reinitialize=transformer_layer_0,transformer_layer_1
+    python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --layer_rate_decay=0.5
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from absl import app, flags  # noqa: E402
 from keras_bert_lite.data import builtin_documents  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES  # noqa: E402
 from keras_bert_lite.models import BertClassifier, BertEncoder  # noqa: E402
+from keras_bert_lite.models.task_model import default_optimizer  # noqa: E402
+from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("checkpoint", "output/pretrain", "Checkpoint folder of any kind `from_checkpoint` takes.")
@@ -61,6 +64,9 @@ flags.DEFINE_integer("epochs", 8, "Epochs of fit.")
 flags.DEFINE_integer("seq_length", 64, "Tokens per sentence.")
 flags.DEFINE_list("reinitialize", [], "Layers of the encoder (embeddings, transformer_layer_0, ..., pooler) "
                   "that the pre-trained side takes from its random-init twin: which parts transfer?")
+flags.DEFINE_float("layer_rate_decay", 1.0, "Layer-wise learning-rate decay (ELECTRA's fine-tuning) for both sides: "
+                   "the head, pooler and top layer train at the rate, each layer below at this factor times the "
+                   "one above, the embeddings at it once more. 1: compile()'s one rate for all.", lower_bound=0)
 
 CHANGELOG_FILES = "/usr/share/doc/*/changelog*.gz", "/usr/share/doc/*/NEWS*.gz"
 FIX, ADD = {"fix", "fixed", "fixes", "fixing"}, {"add", "added", "adds", "adding"}
@@ -136,9 +142,44 @@ def classifier(side: str, seed: int) -> BertClassifier:
     return model
 
 
+class LayerwiseRateAdamW(keras.optimizers.AdamW):
+    """Keras' AdamW with each variable's Adam step scaled by `rate_scales[variable.path]` (a variable
+    not named there: 1); the small decoupled weight decay stays at the one rate."""
+
+    def __init__(self, rate_scales: dict[str, float], **kwargs):
+        super().__init__(**kwargs)
+        self.rate_scales = rate_scales
+
+    def build(self, var_list):
+        super().build(var_list)
+        self._scales = [self.rate_scales.get(v.path, 1.0) for v in var_list]
+
+    def update_step(self, gradient, variable, learning_rate):
+        scale = self._scales[self._get_variable_index(variable)]
+        super().update_step(gradient, variable, learning_rate * scale)
+
+
+def layerwise_optimizer(model: BertClassifier, learning_rate: float, decay: float) -> keras.optimizers.Optimizer:
+    """`default_optimizer(learning_rate)` with `--layer_rate_decay`'s per-layer rates on `model`."""
+    num_layers, scales = model.encoder.config.num_hidden_layers, {}
+    for variable in model.trainable_variables:
+        top = variable.path.split("/")[0]
+        if top == "embeddings":
+            scales[variable.path] = decay**num_layers
+        elif top.startswith("transformer_layer_"):
+            scales[variable.path] = decay ** (num_layers - 1 - int(top.rsplit("_", 1)[1]))
+    default = default_optimizer(learning_rate)
+    optimizer = LayerwiseRateAdamW(scales, **default.get_config())
+    optimizer.exclude_from_weight_decay(var_names=list(DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY))
+    return optimizer
+
+
 def fine_tuned_accuracy(task: dict, side: str, learning_rate: float, seed: int) -> float:
     model = classifier(side, seed)
-    model.compile(learning_rate=learning_rate)
+    if FLAGS.layer_rate_decay == 1:
+        model.compile(learning_rate=learning_rate)
+    else:
+        model.compile(optimizer=layerwise_optimizer(model, learning_rate, FLAGS.layer_rate_decay))
     model.fit(*task["train"], epochs=FLAGS.epochs, batch_size=32, verbose=0)
     texts, labels = task["test"]
     return float(np.mean(np.argmax(model.predict(texts, batch_size=256, verbose=0), -1) == labels))

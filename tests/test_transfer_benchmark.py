@@ -48,3 +48,32 @@ def test_each_side_and_reinitialized_layers(benchmark):
     for name in names:
         kept = name not in ("transformer_layer_1", "pooler")
         assert _same(mixed.encoder, saved, name) == kept, name
+
+
+def test_layer_rate_decay_scales_each_layers_step(benchmark):
+    """`--layer_rate_decay=0.5` on two layers: from the same weights and gradients, each variable's
+    first step is its layer's factor times the step of `compile()`'s default optimizer (the
+    embeddings 0.25, layer 0 0.5, layer 1, the pooler and the head 1); decay 1 is that optimizer."""
+    module, _ = benchmark
+    model = module.classifier("pretrained", 1)
+    variables = model.trainable_variables
+    start = [variable.numpy() for variable in variables]
+    gradients = [np.ones(variable.shape, "float32") for variable in variables]
+
+    def steps(optimizer):
+        optimizer.apply(gradients, variables)
+        moved = [variable.numpy() - before for variable, before in zip(variables, start, strict=True)]
+        for variable, before in zip(variables, start, strict=True):
+            variable.assign(before)
+        return moved
+
+    uniform = steps(module.default_optimizer(1e-3))
+    layerwise = steps(module.layerwise_optimizer(model, 1e-3, 0.5))
+    expected = {"embeddings": 0.25, "transformer_layer_0": 0.5, "transformer_layer_1": 1.0, "pooler": 1.0,
+                "classifier": 1.0}
+    for variable, before, one, scaled in zip(variables, start, uniform, layerwise, strict=True):
+        # Both apply the same decoupled weight decay (0.01 x rate x weight, not on LayerNorm and biases).
+        decay = 0 if variable.name in ("gamma", "beta", "bias") else -0.01 * 1e-3 * before
+        scale = expected[variable.path.split("/")[0]]
+        np.testing.assert_allclose(scaled, scale * (one - decay) + decay, rtol=1e-4, atol=1e-8, err_msg=variable.path)
+    assert type(module.default_optimizer(1e-3)) is not module.LayerwiseRateAdamW
