@@ -27,6 +27,7 @@ Usage:
     python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --seeds=1,2,3 --tasks=changelog_fix_or_add
     python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --reinitialize=transformer_layer_0,transformer_layer_1
     python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --layer_rate_decay=0.5
+    python benchmarks/transfer_outside_corpus.py --checkpoint=DIR --pooling=mean
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from absl import app, flags  # noqa: E402
 
 from keras_bert_lite.data import builtin_documents  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES  # noqa: E402
+from keras_bert_lite.layers.pooling import POOLING_MODES  # noqa: E402
 from keras_bert_lite.models import BertClassifier, BertEncoder  # noqa: E402
 from keras_bert_lite.models.task_model import default_optimizer  # noqa: E402
 from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY  # noqa: E402
@@ -67,6 +69,10 @@ flags.DEFINE_list("reinitialize", [], "Layers of the encoder (embeddings, transf
 flags.DEFINE_float("layer_rate_decay", 1.0, "Layer-wise learning-rate decay (ELECTRA's fine-tuning) for both sides: "
                    "the head, pooler and top layer train at the rate, each layer below at this factor times the "
                    "one above, the embeddings at it once more. 1: compile()'s one rate for all.", lower_bound=0)
+flags.DEFINE_list("pooling", ["pooler"], "BertClassifier's pooling on both sides: pooler (the paper's pooled [CLS]) "
+                  "or SentencePooling modes, e.g. mean.")
+flags.register_validator("pooling", lambda modes: modes == ["pooler"] or (len(set(modes)) == len(modes) > 0 and
+                         set(modes) <= set(POOLING_MODES)), f"must be pooler or distinct modes of {POOLING_MODES}")
 
 CHANGELOG_FILES = "/usr/share/doc/*/changelog*.gz", "/usr/share/doc/*/NEWS*.gz"
 FIX, ADD = {"fix", "fixed", "fixes", "fixing"}, {"add", "added", "adds", "adding"}
@@ -132,9 +138,10 @@ def classifier(side: str, seed: int) -> BertClassifier:
     """The checkpoint's classifier ("pretrained", with --reinitialize's layers taken from a random-init
     twin) or its random-init twin ("random_init"), seeded by `seed`."""
     keras.utils.set_random_seed(seed)
-    model = BertClassifier.from_checkpoint(FLAGS.checkpoint, num_classes=2, seq_length=FLAGS.seq_length)
+    pooling = "pooler" if FLAGS.pooling == ["pooler"] else FLAGS.pooling
+    model = BertClassifier.from_checkpoint(FLAGS.checkpoint, num_classes=2, seq_length=FLAGS.seq_length, pooling=pooling)
     if side == "random_init":
-        return BertClassifier(BertEncoder(model.encoder.config), 2, preprocessor=model.preprocessor)
+        return BertClassifier(BertEncoder(model.encoder.config), 2, preprocessor=model.preprocessor, pooling=pooling)
     if FLAGS.reinitialize:
         twin = BertEncoder(model.encoder.config)
         for name in FLAGS.reinitialize:

@@ -1,11 +1,13 @@
 """`benchmarks/transfer_outside_corpus.py`: the classifiers it fine-tunes are the checkpoint's, its
-random-init twin, or the checkpoint's with the `--reinitialize` layers taken from the twin."""
+random-init twin, or the checkpoint's with the `--reinitialize` layers taken from the twin, both
+with `--pooling`'s pooling."""
 
 import pathlib
 from unittest import mock
 
 import numpy as np
 import pytest
+from absl import flags
 
 from keras_bert_lite.config import BertConfig
 from keras_bert_lite.models.encoder import BertEncoder
@@ -48,6 +50,19 @@ def test_each_side_and_reinitialized_layers(benchmark):
     for name in names:
         kept = name not in ("transformer_layer_1", "pooler")
         assert _same(mixed.encoder, saved, name) == kept, name
+
+
+def test_pooling_reaches_both_sides_and_a_bad_mode_names_the_flag(benchmark):
+    module, _ = benchmark
+    assert module.classifier("pretrained", 1).pooling == module.classifier("random_init", 1).pooling == "pooler"
+    module.FLAGS.pooling = ["mean", "max"]
+    try:
+        sides = module.classifier("pretrained", 1), module.classifier("random_init", 1)
+    finally:
+        module.FLAGS.pooling = ["pooler"]
+    assert [side.pooling for side in sides] == [("mean", "max")] * 2
+    with pytest.raises(flags.IllegalFlagValueError, match="pooling.*must be pooler"):
+        module.FLAGS.pooling = ["avg"]
 
 
 def test_layer_rate_decay_scales_each_layers_step(benchmark):

@@ -283,10 +283,10 @@ def load_keras_hub_preset(model: keras.Model, directory: str | os.PathLike, stri
 
 
 def _is_classifier(model: keras.Model) -> bool:
-    """Whether `model` is a `BertClassifier`: an encoder, then dropout and a dense layer on the
-    pooled output, as KerasHub's `BertTextClassifier`."""
+    """Whether `model` is a `BertClassifier` on the pooled output (`pooling="pooler"`): an encoder,
+    then dropout and a dense layer on it, as KerasHub's `BertTextClassifier`."""
     head = getattr(model, "classifier", None)
-    return hasattr(model, "encoder") and hasattr(model, "num_classes") and hasattr(head, "dense")
+    return hasattr(model, "encoder") and getattr(model, "pooling", None) == "pooler" and hasattr(head, "dense")
 
 
 def _classifier_weights(dense: keras.layers.Dense) -> bytes:
@@ -326,9 +326,10 @@ def save_keras_hub_preset(
 ) -> str:
     """Writes a KerasHub BERT preset folder: `BertBackbone.from_preset(folder)` loads the
     encoder, `BertTokenizer.from_preset` and `BertTextClassifierPreprocessor.from_preset` the
-    tokenizer and packing, with the outputs ours compute; a `BertClassifier` is also written as
-    a `BertTextClassifier` (`task.json`, `task.weights.h5`: its dense head; KerasHub warns that
-    the file has no optimizer state, which a fresh task does not need).
+    tokenizer and packing, with the outputs ours compute; a `BertClassifier` on the pooled [CLS]
+    (the default pooling) is also written as a `BertTextClassifier` (`task.json`,
+    `task.weights.h5`: its dense head; KerasHub warns that the file has no optimizer state, which
+    a fresh task does not need).
 
     Files: `model.weights.h5` (in the model's variable dtype, e.g. bfloat16), `config.json`
     (the encoder's dtype policy), `metadata.json`, and with a vocabulary `tokenizer.json`,
@@ -340,7 +341,8 @@ def save_keras_hub_preset(
 
     Args:
         model: a `BertEncoder`, or a model holding one as `.encoder`: a `BertClassifier` (with
-            its head, see above), a `BertPretrainer` or another task model (the encoder only). A
+            its head, see above), a `BertPretrainer` or another task model (the encoder only,
+            with a warning). A
             task model's `.preprocessor` is the vocabulary when none is given.
         directory: the output folder (created if needed).
         vocabulary: as for `save_hf_checkpoint`; a tokenizer or preprocessor also gives its
@@ -438,7 +440,10 @@ def save_keras_hub_preset(
             "dropout": model.classifier.dropout_rate,
         }))
     elif encoder is not model:
-        logging.warning("%s: only the encoder of the %s is written.", directory, type(model).__name__)
+        pooled = getattr(model, "pooling", "pooler") != "pooler"  # KerasHub's classifier has no such pooling
+        logging.warning("%s: only the encoder of the %s is written%s.", directory, type(model).__name__,
+                        f" (KerasHub's BertTextClassifier reads the pooled [CLS], not pooling={model.pooling!r})"
+                        if pooled else "")
     files[METADATA_NAME] = _json(metadata)
     files[CONFIG_NAME] = _json(backbone)
     with publishing(directory, files):

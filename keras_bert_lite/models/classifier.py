@@ -1,4 +1,5 @@
-"""`BertClassifier`: sentence and sentence-pair classification (or regression) on [CLS]."""
+"""`BertClassifier`: sentence and sentence-pair classification (or regression) on [CLS] or on
+pooled token vectors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert_lite.layers import ClassificationHead
+from keras_bert_lite.layers.pooling import SentencePooling
 from keras_bert_lite.models import text_inputs
 from keras_bert_lite.models.encoder import BertEncoder, encoder_inputs
 from keras_bert_lite.models.task_model import TextTaskModel
@@ -57,10 +59,12 @@ class ClassificationTaskModel(TextTaskModel):
 
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertClassifier(ClassificationTaskModel):
-    """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output.
+    """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output (the paper's
+    classifier), or on the token vectors pooled as sentence-transformers pools them.
 
-    The encoder's last layer is computed only at [CLS] (the encoder's `output_positions`): the
-    same logits as with the full encoder, with most of that layer's work skipped.
+    With the pooler, the encoder's last layer is computed only at [CLS] (the encoder's
+    `output_positions`): the same logits as with the full encoder, with most of that layer's work
+    skipped.
 
     Args:
         encoder: the (usually pre-trained) `BertEncoder`; its weights are shared, not copied.
@@ -71,6 +75,13 @@ class BertClassifier(ClassificationTaskModel):
         preprocessor: optional `BertPreprocessor` for raw text (see `TextTaskModel`).
         activation: None (default): the model outputs logits; "softmax": probabilities (as
             KerasHub's `activation`). The default loss reads either.
+        pooling: what the head reads. "pooler" (default): the encoder's `pooled_output`, the
+            tanh layer on [CLS] that pre-training trains with next-sentence prediction, as in the
+            paper, KerasHub and Hugging Face. Otherwise one or more `SentencePooling` modes over
+            the last layer's real tokens, e.g. "mean", with float32 [batch, len(modes) * H] into
+            the head; the pooler is then unread (not among the trainable weights). Small
+            encoders pre-trained briefly fine-tune better on their mean token vector than on
+            their [CLS] (benchmarks/README.md, "Tasks outside the corpus's sources").
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or
@@ -88,7 +99,7 @@ class BertClassifier(ClassificationTaskModel):
     `SparseCategoricalCrossentropy` and accuracy (`MeanSquaredError` for regression).
 
     Attributes: `encoder`, `classifier` (the `ClassificationHead`), `num_classes`, `label_names`,
-    `preprocessor`.
+    `pooling` ("pooler" or a tuple of modes), `preprocessor`.
 
     Example:
 
@@ -101,17 +112,27 @@ class BertClassifier(ClassificationTaskModel):
     """
 
     DEFAULT_NAME = "bert_classifier"
+    CONFIG_ARGS = (*ClassificationTaskModel.CONFIG_ARGS, "pooling")
 
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
                  label_names: Sequence[str] | None = None, preprocessor: BertPreprocessor | None = None,
-                 activation: str | None = None, **kwargs):
+                 activation: str | None = None, pooling: str | Sequence[str] = "pooler", **kwargs):
         if num_classes == 1 and (label_names is not None or activation is not None):
             raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names or activation.")
+        if pooling != "pooler":  # a tuple of modes from here on (a `.keras` file holds a list)
+            try:
+                self.token_pooling = SentencePooling(pooling, name="pooling")
+            except ValueError as error:
+                raise ValueError(f"BertClassifier: pooling must be 'pooler' or modes of SentencePooling ({error})") from None
+            pooling = self.token_pooling.modes
+            self.UNREAD_ENCODER_LAYERS = ("pooler",)
+        self.pooling = pooling  # read by head_input, which the base constructor calls
         super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
 
-    @staticmethod
-    def head_input(encoder, inputs):
-        return encoder(inputs, output_positions=())["pooled_output"]
+    def head_input(self, encoder, inputs):
+        if self.pooling == "pooler":
+            return encoder(inputs, output_positions=())["pooled_output"]
+        return self.token_pooling(encoder(inputs)["sequence_output"], inputs["input_mask"])
 
     def text_batches(self, x, y=None, sample_weight=None, batch_size: int = 32, shuffle: bool = False):
         """As `TextTaskModel.text_batches`; texts longer than the preprocessor's `seq_length` are

@@ -211,6 +211,19 @@ def test_a_classifier_is_written_as_a_bert_text_classifier(tmp_path, our_encoder
                                keras.ops.convert_to_numpy(classifier(preprocessor(TEXTS))), rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("model", ["mean_pooled_classifier", "token_classifier"])
+def test_a_head_keras_hub_lacks_is_left_out_with_a_warning(tmp_path, our_encoder, caplog, model):
+    encoder, preprocessor = our_encoder
+    model = (kbl.BertClassifier(encoder, num_classes=3, preprocessor=preprocessor, pooling="mean")
+             if model == "mean_pooled_classifier" else kbl.BertTokenClassifier(encoder, 3, preprocessor=preprocessor))
+    folder = tmp_path / "encoder_only"
+    with caplog.at_level(logging.WARNING):
+        kbl.save_keras_hub_preset(model, folder)
+    assert not (folder / "task.json").exists() and (folder / "model.weights.h5").exists()
+    assert f"only the encoder of the {type(model).__name__} is written" in caplog.text
+    assert ("pooling=('mean',)" in caplog.text) == isinstance(model, kbl.BertClassifier)
+
+
 def test_another_architecture_is_one_error_naming_it(their_presets):
     folder = their_presets["root"] / "gpt2"
     with pytest.raises(ValueError, match=r"config.json holds a keras_hub>GPT2Backbone, not a KerasHub BertBackbone"):

@@ -36,6 +36,29 @@ def test_logits_come_from_the_pooled_output():
     assert model.encoder is encoder  # shared, not copied
 
 
+def test_mean_pooling_reads_the_real_tokens_and_leaves_the_pooler_untrained(tmp_path):
+    encoder = _encoder()
+    model = BertClassifier(encoder, num_classes=3, pooling="mean")
+    x = _inputs()  # the last 2 of 8 positions are padding
+    tokens = np.asarray(encoder(x, training=False)["sequence_output"])
+    head = model.classifier.dense
+    expected = tokens[:, :6].mean(axis=1) @ np.asarray(head.kernel) + np.asarray(head.bias)
+    np.testing.assert_allclose(model(x, training=False), expected, atol=1e-5)  # float32 sums of 6 vectors
+    pooler = {id(weight) for weight in encoder.pooler.weights}
+    assert pooler and not pooler & {id(v) for v in model.trainable_variables}
+    assert len(model.trainable_variables) == len(encoder.trainable_variables) - len(pooler) + 2  # + the head's
+    path = str(tmp_path / "clf.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.pooling == ("mean",)
+    np.testing.assert_array_equal(model(x, training=False), loaded(x, training=False))
+
+
+def test_bad_pooling_names_the_argument():
+    with pytest.raises(ValueError, match="pooling must be 'pooler' or modes of SentencePooling.*'avg'"):
+        BertClassifier(_encoder(), num_classes=2, pooling="avg")
+
+
 def test_keras_round_trip(tmp_path):
     model = BertClassifier(_encoder(), num_classes=2, dropout_rate=0.2)
     path = str(tmp_path / "clf.keras")
