@@ -79,9 +79,9 @@ class BertClassifier(ClassificationTaskModel):
             tanh layer on [CLS] that pre-training trains with next-sentence prediction, as in the
             paper, KerasHub and Hugging Face. Otherwise one or more `SentencePooling` modes over
             the last layer's real tokens, e.g. "mean", with float32 [batch, len(modes) * H] into
-            the head; the pooler is then unread (not among the trainable weights). Small
-            encoders pre-trained briefly fine-tune better on their mean token vector than on
-            their [CLS] (benchmarks/README.md, "Tasks outside the corpus's sources").
+            the head; the pooler is then unread (not among the trainable weights). The main
+            job's small encoder transfers better on its mean token vector to text unlike its
+            corpus (benchmarks/README.md, "Mean pooling when fine-tuning").
 
     Inputs: token ids, a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
     `input_type_ids`; with a preprocessor, `fit`/`evaluate`/`predict` also take texts or
