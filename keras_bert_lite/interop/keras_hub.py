@@ -342,8 +342,7 @@ def save_keras_hub_preset(
     Args:
         model: a `BertEncoder`, or a model holding one as `.encoder`: a `BertClassifier` (with
             its head, see above), a `BertPretrainer` or another task model (the encoder only,
-            with a warning). A
-            task model's `.preprocessor` is the vocabulary when none is given.
+            with a warning). A task model's `.preprocessor` is the vocabulary when none is given.
         directory: the output folder (created if needed).
         vocabulary: as for `save_hf_checkpoint`; a tokenizer or preprocessor also gives its
             `strip_accents` (else it follows `lower_case`, as in the original BERT).
