@@ -50,7 +50,7 @@ from absl import app, flags  # noqa: E402
 
 from keras_bert_lite.data import builtin_documents  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES  # noqa: E402
-from keras_bert_lite.layers.pooling import POOLING_MODES  # noqa: E402
+from keras_bert_lite.layers.pooling import POOLING_MODES, SentencePooling  # noqa: E402
 from keras_bert_lite.models import BertClassifier, BertEncoder  # noqa: E402
 from keras_bert_lite.models.task_model import default_optimizer  # noqa: E402
 from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY  # noqa: E402
@@ -71,8 +71,17 @@ flags.DEFINE_float("layer_rate_decay", 1.0, "Layer-wise learning-rate decay (ELE
                    "one above, the embeddings at it once more. 1: compile()'s one rate for all.", lower_bound=0)
 flags.DEFINE_list("pooling", ["pooler"], "BertClassifier's pooling on both sides: pooler (the paper's pooled [CLS]) "
                   "or SentencePooling modes, e.g. mean.")
-flags.register_validator("pooling", lambda modes: modes == ["pooler"] or (len(set(modes)) == len(modes) > 0 and
-                         set(modes) <= set(POOLING_MODES)), f"must be pooler or distinct modes of {POOLING_MODES}")
+
+
+def _known_pooling(modes: list[str]) -> bool:
+    """Whether `BertClassifier` takes `--pooling`: checked by `SentencePooling` itself, before any task is built."""
+    try:
+        return modes == ["pooler"] or bool(SentencePooling(modes))
+    except ValueError:
+        return False
+
+
+flags.register_validator("pooling", _known_pooling, f"must be pooler or distinct modes of {POOLING_MODES}")
 
 CHANGELOG_FILES = "/usr/share/doc/*/changelog*.gz", "/usr/share/doc/*/NEWS*.gz"
 FIX, ADD = {"fix", "fixed", "fixes", "fixing"}, {"add", "added", "adds", "adding"}

@@ -125,9 +125,12 @@ class BertClassifier(ClassificationTaskModel):
             except ValueError as error:
                 raise ValueError(f"BertClassifier: pooling must be 'pooler' or modes of SentencePooling ({error})") from None
             pooling = self.token_pooling.modes
-            self.UNREAD_ENCODER_LAYERS = ("pooler",)
         self.pooling = pooling  # read by head_input, which the base constructor calls
         super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
+
+    @property
+    def UNREAD_ENCODER_LAYERS(self) -> tuple[str, ...]:  # noqa: N802 (the base class's name)
+        return () if self.pooling == "pooler" else ("pooler",)
 
     def head_input(self, encoder, inputs):
         if self.pooling == "pooler":
