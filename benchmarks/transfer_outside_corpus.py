@@ -50,8 +50,9 @@ from absl import app, flags  # noqa: E402
 
 from keras_bert_lite.data import builtin_documents  # noqa: E402
 from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES  # noqa: E402
-from keras_bert_lite.layers.pooling import POOLING_MODES, SentencePooling  # noqa: E402
+from keras_bert_lite.layers.pooling import POOLING_MODES  # noqa: E402
 from keras_bert_lite.models import BertClassifier, BertEncoder  # noqa: E402
+from keras_bert_lite.models.classifier import check_pooling  # noqa: E402
 from keras_bert_lite.models.task_model import default_optimizer  # noqa: E402
 from keras_bert_lite.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY  # noqa: E402
 
@@ -74,9 +75,9 @@ flags.DEFINE_list("pooling", ["pooler"], "BertClassifier's pooling on both sides
 
 
 def _known_pooling(modes: list[str]) -> bool:
-    """Whether `BertClassifier` takes `--pooling`: checked by `SentencePooling` itself, before any task is built."""
+    """Whether `BertClassifier` takes `--pooling`, checked before any task is built."""
     try:
-        return modes == ["pooler"] or bool(SentencePooling(modes))
+        return bool(check_pooling(modes))
     except ValueError:
         return False
 
@@ -147,7 +148,7 @@ def classifier(side: str, seed: int) -> BertClassifier:
     """The checkpoint's classifier ("pretrained", with --reinitialize's layers taken from a random-init
     twin) or its random-init twin ("random_init"), seeded by `seed`."""
     keras.utils.set_random_seed(seed)
-    pooling = "pooler" if FLAGS.pooling == ["pooler"] else FLAGS.pooling
+    pooling = check_pooling(FLAGS.pooling)
     model = BertClassifier.from_checkpoint(FLAGS.checkpoint, num_classes=2, seq_length=FLAGS.seq_length, pooling=pooling)
     if side == "random_init":
         return BertClassifier(BertEncoder(model.encoder.config), 2, preprocessor=model.preprocessor, pooling=pooling)

@@ -39,7 +39,7 @@ from keras_bert_lite.data.glue import (
     read_glue_tsv,
 )
 from keras_bert_lite.export import export_saved_model
-from keras_bert_lite.models.classifier import BertClassifier
+from keras_bert_lite.models.classifier import BertClassifier, check_pooling
 from keras_bert_lite.models.text_inputs import text_dataset
 
 FLAGS = flags.FLAGS
@@ -56,6 +56,8 @@ flags.DEFINE_list("label_names", None, "Names of the classes in class-id order, 
                   "dev_predictions.tsv (default: the task's labels, e.g. 0,1 for SST-2); test_results.tsv keeps "
                   "GLUE's labels. With --train_file: the label values of the files in class-id order (default: "
                   "the training file's, sorted).")
+flags.DEFINE_list("pooling", ["pooler"], "What the classifier reads: pooler (the paper's pooled [CLS]) or "
+                  "sentence-transformers' modes over the last layer's real tokens, e.g. mean (docs/fine-tuning.md).")
 common.define_flags(max_seq_length=128, learning_rate=2e-5)
 flags.adopt_module_key_flags(common)
 
@@ -115,6 +117,10 @@ def read_data() -> tuple[GlueTask, ClassificationData, ClassificationData, Class
 
 def main(argv):
     del argv
+    try:
+        pooling = check_pooling(FLAGS.pooling)
+    except ValueError as error:
+        raise ValueError(f"--pooling={','.join(FLAGS.pooling)}: {error}") from None
     task, train, dev, test = read_data()
     label_names = _label_names(task)
     keras.utils.set_random_seed(FLAGS.seed)
@@ -129,7 +135,7 @@ def main(argv):
 
     first_batches = train_batches()  # checks the labels before the model is built
     dev_batches = eval_batches(dev, preprocessor)
-    model = BertClassifier(encoder, task.num_classes)
+    model = BertClassifier(encoder, task.num_classes, pooling=pooling)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), []
     else:

@@ -57,6 +57,21 @@ class ClassificationTaskModel(TextTaskModel):
         self.activation = activation
 
 
+def check_pooling(pooling: str | Sequence[str]) -> str | tuple[str, ...]:
+    """`BertClassifier`'s `pooling` as it keeps it: "pooler", or a tuple of `SentencePooling` modes (a
+    `.keras` file holds a list). Scripts check their flag with it before reading any data.
+
+    Raises:
+        ValueError: naming `pooling` and the known modes.
+    """
+    if pooling == "pooler" or list(pooling) == ["pooler"]:
+        return "pooler"
+    try:
+        return SentencePooling(pooling).modes
+    except ValueError as error:
+        raise ValueError(f"BertClassifier: pooling must be 'pooler' or modes of SentencePooling ({error})") from None
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lite")
 class BertClassifier(ClassificationTaskModel):
     """A `BertEncoder` with dropout and a dense layer on the pooled [CLS] output (the paper's
@@ -119,13 +134,9 @@ class BertClassifier(ClassificationTaskModel):
                  activation: str | None = None, pooling: str | Sequence[str] = "pooler", **kwargs):
         if num_classes == 1 and (label_names is not None or activation is not None):
             raise ValueError("BertClassifier: a regression model (num_classes=1) has no label_names or activation.")
-        if pooling != "pooler":  # a tuple of modes from here on (a `.keras` file holds a list)
-            try:
-                self.token_pooling = SentencePooling(pooling, name="pooling")
-            except ValueError as error:
-                raise ValueError(f"BertClassifier: pooling must be 'pooler' or modes of SentencePooling ({error})") from None
-            pooling = self.token_pooling.modes
-        self.pooling = pooling  # read by head_input, which the base constructor calls
+        self.pooling = check_pooling(pooling)  # read by head_input, which the base constructor calls
+        if self.pooling != "pooler":
+            self.token_pooling = SentencePooling(self.pooling, name="pooling")
         super().__init__(encoder, num_classes, dropout_rate, label_names, preprocessor, activation, **kwargs)
 
     @property

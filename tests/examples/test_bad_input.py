@@ -59,6 +59,9 @@ CASES = [
      r"^{tmp}/own\.csv, line 4: label 'meh' is not one of \['neg', 'pos'\]\.$"),
     ("run_classifier.py", [*OWN, "--text_columns=text", "--task_name=sst2"], r"^--task_name reads the GLUE files "
      r"of --data_dir; drop --train_file, --eval_file, --text_columns, --label_column\.$"),
+    # Before any file is read: the training file does not exist.
+    ("run_classifier.py", [*OWN, "--text_columns=text", "--train_file={tmp}/none.csv", "--pooling=mean,maximum"],
+     r"^--pooling=mean,maximum: BertClassifier: pooling must be 'pooler' or modes of SentencePooling .*maximum"),
     ("run_squad.py", [*SQUAD, "--train_file={tmp}/none.json"], r"{tmp}/none\.json"),
     ("run_squad.py", [*SQUAD, "--train_file={tmp}/folder.txt"], r"{tmp}/folder\.txt"),
     ("run_squad.py", [*SQUAD, "--train_file={tmp}/squad.json"], r"{tmp}/squad\.json"),

@@ -121,13 +121,14 @@ def test_run_classifier_from_our_pretraining_folder(scripts, capfd, pretrained, 
 
 @pytest.mark.slow
 def test_run_classifier_on_your_own_file_with_string_labels(scripts, capfd, pretrained, tmp_path):
-    """A TSV in SST-2's layout with labels pos/neg (GLUE's reader takes only 0/1)."""
+    """A TSV in SST-2's layout with labels pos/neg (GLUE's reader takes only 0/1), mean-pooled."""
     tsv = tmp_path / "reviews.tsv"
     tsv.write_text("sentence\tlabel\n" + "a warm, funny film\tpos\ndull and far too long\tneg\n" * 3)
     out = tmp_path / "own"
     code, log = _run(scripts, capfd, "run_classifier.py", f"--train_file={tsv}", f"--eval_file={tsv}",
                      "--text_columns=sentence", "--label_column=label", "--label_names=neg,pos",
-                     f"--init_checkpoint={pretrained['ours']}", "--max_seq_length=16", *COMMON, f"--output_dir={out}")
+                     f"--init_checkpoint={pretrained['ours']}", "--max_seq_length=16", "--pooling=mean", *COMMON,
+                     f"--output_dir={out}")
     assert code == 0, log[-3000:]
     assert "reviews.tsv: classes 0=neg, 1=pos" in log
     lines = (out / "dev_predictions.tsv").read_text().splitlines()
@@ -135,6 +136,8 @@ def test_run_classifier_on_your_own_file_with_string_labels(scripts, capfd, pret
     assert [line.split("\t")[2] for line in lines[1:]] == ["pos", "neg"] * 3 and lines[1].startswith("line 2\t")
     results = json.loads((out / "eval_results.json").read_text())
     assert set(results["best"]) == {"accuracy"}
+    with zipfile.ZipFile(out / "best_model.keras") as saved:
+        assert '"pooling": ["mean"]' in saved.read("config.json").decode()
 
 
 def test_help_lists_the_scripts_own_flags(scripts, capfd, monkeypatch):
