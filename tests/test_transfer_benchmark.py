@@ -1,6 +1,6 @@
 """`benchmarks/transfer_outside_corpus.py`: the classifiers it fine-tunes are the checkpoint's, its
 random-init twin, or the checkpoint's with the `--reinitialize` layers taken from the twin, both
-with `--pooling`'s pooling."""
+with `--pooling`'s pooling; `--sides` picks which are fine-tuned."""
 
 import pathlib
 from unittest import mock
@@ -91,3 +91,25 @@ def test_layer_rate_decay_scales_each_layers_step(benchmark):
         decay = 0 if variable.name in ("gamma", "beta", "bias") else -0.01 * 1e-3 * before
         scale = expected[variable.path.split("/")[0]]
         np.testing.assert_allclose(scaled, scale * (one - decay) + decay, rtol=1e-4, atol=1e-8, err_msg=variable.path)
+
+
+def test_sides_fine_tunes_the_sides_named_and_gains_only_with_both(benchmark):
+    """Each side's accuracy at each rate is the mean over the seeds; the gain compares each side's best
+    rate. `--sides=pretrained` fine-tunes the checkpoint alone (a ceiling) and reports no gain."""
+    module, _ = benchmark
+    calls = []
+
+    def accuracy(task, side, rate, seed):
+        calls.append((side, rate, seed))
+        return {"pretrained": 0.8, "random_init": 0.7}[side] + rate + seed / 100
+
+    with mock.patch.object(module, "fine_tuned_accuracy", accuracy):
+        both = module.task_accuracies({}, [1e-3, 1e-4], [1, 2], ["pretrained", "random_init"])
+        assert both["pretrained"] == [0.816, 0.8151] and both["random_init"] == [0.716, 0.7151]
+        assert both["gain_points"] == 10.0
+        calls.clear()
+        alone = module.task_accuracies({}, [1e-3], [1], ["pretrained"])
+    assert calls == [("pretrained", 1e-3, 1)]
+    assert alone == {"seeds": [1], "learning_rates": [1e-3], "pretrained": [0.811]}
+    with pytest.raises(flags.IllegalFlagValueError, match="sides.*must be pretrained, random_init or both"):
+        module.FLAGS.sides = ["pretrained", "scratch"]
