@@ -5,7 +5,8 @@ sentences come from files neither side trained on:
 
 - `torch_or_transformers` (in domain: docstrings, but of packages the built-in corpus does not hold):
   a sentence of PyTorch's docstrings or of Hugging Face transformers'? Sentences the corpus also
-  holds, and sentences under 5 words, are dropped.
+  holds, and sentences under 5 words, are dropped. Any two installed packages outside the corpus
+  make such a task: `--tasks=networkx_or_sympy`.
 - `changelog_fix_or_add` (another kind of text): does an item of a Debian changelog or NEWS file
   (`/usr/share/doc/*/changelog*.gz`, `NEWS*.gz`) start with "fix" or with "add" (any tense)? The
   verb is removed; items of 5-40 words, split by package.
@@ -40,6 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import glob  # noqa: E402
 import gzip  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
@@ -140,13 +142,22 @@ def balanced_splits(files_by_label: list[list[list[str]]], seed: int = 0) -> dic
 
 
 def build_task(name: str) -> dict:
-    if name == "torch_or_transformers":
-        corpus = {_key(s) for document in builtin_documents(packages=DEPENDENCY_PACKAGES) for s in document}
-        return balanced_splits([package_files(package, corpus) for package in ("torch", "transformers")])
+    """`changelog_fix_or_add`, or `A_or_B`: which of two installed packages outside the corpus a docstring
+    sentence comes from."""
     if name == "changelog_fix_or_add":
         packages = changelog_files()
         return balanced_splits([[[s for s, y in items if y == label] for items in packages] for label in (0, 1)])
-    raise ValueError(f"Unknown task {name!r} in --tasks; known: torch_or_transformers, changelog_fix_or_add.")
+    packages = name.split("_or_")
+    if len(packages) != 2 or not all(packages):
+        raise ValueError(f"Unknown task {name!r} in --tasks: changelog_fix_or_add, or PACKAGE_or_PACKAGE of two "
+                         "installed packages outside the corpus (e.g. torch_or_transformers).")
+    for package in packages:
+        if package in DEPENDENCY_PACKAGES:
+            raise ValueError(f"--tasks={name}: {package} is in the pre-training corpus; pick packages outside it.")
+        if importlib.util.find_spec(package) is None:
+            raise ValueError(f"--tasks={name}: {package} is not installed.")
+    corpus = {_key(s) for document in builtin_documents(packages=DEPENDENCY_PACKAGES) for s in document}
+    return balanced_splits([package_files(package, corpus) for package in packages])
 
 
 def classifier(side: str, seed: int) -> BertClassifier:

@@ -1,8 +1,9 @@
 """`benchmarks/transfer_outside_corpus.py`: the classifiers it fine-tunes are the checkpoint's, its
 random-init twin, or the checkpoint's with the `--reinitialize` layers taken from the twin, both
-with `--pooling`'s pooling; `--sides` picks which are fine-tuned."""
+with `--pooling`'s pooling; `--sides` picks which are fine-tuned; a bad package task is named early."""
 
 import pathlib
+import re
 from unittest import mock
 
 import numpy as np
@@ -113,3 +114,17 @@ def test_sides_fine_tunes_the_sides_named_and_gains_only_with_both(benchmark):
     assert alone == {"seeds": [1], "learning_rates": [1e-3], "pretrained": [0.811]}
     with pytest.raises(flags.IllegalFlagValueError, match="sides.*must be pretrained, random_init or both"):
         module.FLAGS.sides = ["pretrained", "scratch"]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("torch", "Unknown task 'torch' in --tasks: changelog_fix_or_add, or PACKAGE_or_PACKAGE"),
+    ("torch_or_", "Unknown task 'torch_or_'"),
+    ("numpy_or_torch", "--tasks=numpy_or_torch: numpy is in the pre-training corpus"),
+    ("torch_or_no_such_package", "--tasks=torch_or_no_such_package: no_such_package is not installed"),
+])
+def test_a_package_task_names_what_is_wrong_before_reading_any_package(benchmark, name, message):
+    module, _ = benchmark
+    with mock.patch.object(module, "builtin_documents") as read:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            module.build_task(name)
+    read.assert_not_called()
