@@ -45,6 +45,7 @@ import importlib.util  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import keras  # noqa: E402
@@ -152,7 +153,7 @@ def build_task(name: str) -> dict:
         raise ValueError(f"Unknown task {name!r} in --tasks: changelog_fix_or_add, or PACKAGE_or_PACKAGE of two "
                          "installed packages outside the corpus (e.g. torch_or_transformers).")
     for package in packages:
-        if package in DEPENDENCY_PACKAGES:
+        if package in DEPENDENCY_PACKAGES or package in sys.stdlib_module_names:
             raise ValueError(f"--tasks={name}: {package} is in the pre-training corpus; pick packages outside it.")
         if importlib.util.find_spec(package) is None:
             raise ValueError(f"--tasks={name}: {package} is not installed.")

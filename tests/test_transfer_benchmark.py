@@ -120,6 +120,7 @@ def test_sides_fine_tunes_the_sides_named_and_gains_only_with_both(benchmark):
     ("torch", "Unknown task 'torch' in --tasks: changelog_fix_or_add, or PACKAGE_or_PACKAGE"),
     ("torch_or_", "Unknown task 'torch_or_'"),
     ("numpy_or_torch", "--tasks=numpy_or_torch: numpy is in the pre-training corpus"),
+    ("torch_or_json", "--tasks=torch_or_json: json is in the pre-training corpus"),  # the standard library
     ("torch_or_no_such_package", "--tasks=torch_or_no_such_package: no_such_package is not installed"),
 ])
 def test_a_package_task_names_what_is_wrong_before_reading_any_package(benchmark, name, message):
