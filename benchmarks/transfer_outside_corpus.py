@@ -41,11 +41,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import glob  # noqa: E402
 import gzip  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import keras  # noqa: E402
@@ -53,7 +51,7 @@ import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 from keras_bert_lite.data import builtin_documents  # noqa: E402
-from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES  # noqa: E402
+from keras_bert_lite.data.corpora import DEPENDENCY_PACKAGES, builtin_corpus_modules  # noqa: E402
 from keras_bert_lite.layers.pooling import POOLING_MODES  # noqa: E402
 from keras_bert_lite.models import BertClassifier, BertEncoder  # noqa: E402
 from keras_bert_lite.models.classifier import check_pooling  # noqa: E402
@@ -100,7 +98,7 @@ def package_files(package: str, corpus_sentences: set[str]) -> list[list[str]]:
     """Per source file of `package`'s docstrings, its sentences of 5 words or more not in the corpus."""
     files = builtin_documents(packages=(package,))[len(builtin_documents()):]  # the package's own
     if not files:
-        raise ValueError(f"No docstrings found for {package}: is it installed?")
+        raise ValueError(f"No prose docstrings found in the sources of {package}.")
     return [[s for s in f if len(s.split()) >= 5 and _key(s) not in corpus_sentences] for f in files]
 
 
@@ -153,10 +151,10 @@ def build_task(name: str) -> dict:
         raise ValueError(f"Unknown task {name!r} in --tasks: changelog_fix_or_add, or PACKAGE_or_PACKAGE of two "
                          "installed packages outside the corpus (e.g. torch_or_transformers).")
     for package in packages:
-        if package in DEPENDENCY_PACKAGES or package in sys.stdlib_module_names:
+        if package in builtin_corpus_modules(DEPENDENCY_PACKAGES):
             raise ValueError(f"--tasks={name}: {package} is in the pre-training corpus; pick packages outside it.")
-        if importlib.util.find_spec(package) is None:
-            raise ValueError(f"--tasks={name}: {package} is not installed.")
+        if package not in builtin_corpus_modules((package,)):
+            raise ValueError(f"--tasks={name}: {package} is not installed as a package folder with Python sources.")
     corpus = {_key(s) for document in builtin_documents(packages=DEPENDENCY_PACKAGES) for s in document}
     return balanced_splits([package_files(package, corpus) for package in packages])
 

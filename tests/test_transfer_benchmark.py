@@ -121,7 +121,8 @@ def test_sides_fine_tunes_the_sides_named_and_gains_only_with_both(benchmark):
     ("torch_or_", "Unknown task 'torch_or_'"),
     ("numpy_or_torch", "--tasks=numpy_or_torch: numpy is in the pre-training corpus"),
     ("torch_or_json", "--tasks=torch_or_json: json is in the pre-training corpus"),  # the standard library
-    ("torch_or_no_such_package", "--tasks=torch_or_no_such_package: no_such_package is not installed"),
+    ("torch_or_no_such_package", "--tasks=torch_or_no_such_package: no_such_package is not installed as a package"),
+    ("torch_or_typing_extensions", "typing_extensions is not installed as a package folder"),  # one file, not read
 ])
 def test_a_package_task_names_what_is_wrong_before_reading_any_package(benchmark, name, message):
     module, _ = benchmark
@@ -129,3 +130,11 @@ def test_a_package_task_names_what_is_wrong_before_reading_any_package(benchmark
         with pytest.raises(ValueError, match=re.escape(message)):
             module.build_task(name)
     read.assert_not_called()
+
+
+def test_a_standard_library_module_left_out_of_the_corpus_makes_a_package_task(benchmark):
+    module, _ = benchmark
+    with mock.patch.object(module, "builtin_documents", side_effect=RuntimeError("read")) as read:
+        with pytest.raises(RuntimeError, match="read"):
+            module.build_task("idlelib_or_torch")  # idlelib: a standard-library program, not in the corpus
+    read.assert_called()

@@ -89,6 +89,20 @@ def builtin_document_sources(packages: Sequence[str] = ()) -> list[str]:
     return [source for source, _ in _builtin_documents(tuple(packages))]
 
 
+def builtin_corpus_modules(packages: Sequence[str] = ()) -> frozenset[str]:
+    """The top-level modules whose sources `builtin_documents(packages)` reads.
+
+    The standard library's public pure-Python modules (test suites and demo programs such as
+    `idlelib` and `turtledemo` are left out), and those of `packages` installed as a package
+    folder (a single-file module such as `six` has none and is not read). Text from any other
+    module is outside the corpus, which is what a transfer task kept out of pre-training needs.
+
+    Returns:
+        Import names (str), e.g. `"json"`, `"numpy"`.
+    """
+    return frozenset(_stdlib_modules()) | {p for p in packages if _package_folder(p) is not None}
+
+
 def deduplicate_sentences(
     documents: Sequence[Sequence[str]], min_sentences: int = MIN_DOCUMENT_SENTENCES
 ) -> list[list[str]]:
@@ -131,7 +145,7 @@ def _builtin_documents(packages: tuple[str, ...]) -> tuple[tuple[str, tuple[str,
     sources = [f"help:{name}" for name in sorted(help_topics)]
     texts = [[help_topics[name]] for name in sorted(help_topics)]
     root = sysconfig.get_paths()["stdlib"]
-    paths = [(root, path) for path in _stdlib_source_files()]
+    paths = [(root, path) for files in _stdlib_modules().values() for path in files]
     for package in packages:
         files = _package_source_files(package)
         paths += [(os.path.dirname(_package_folder(package)), path) for path in files]
@@ -149,17 +163,18 @@ def _builtin_documents(packages: tuple[str, ...]) -> tuple[tuple[str, tuple[str,
     return tuple(documents)
 
 
-def _stdlib_source_files() -> list[str]:
-    """Paths of the pure-Python standard-library modules, packages walked, in sorted order."""
+def _stdlib_modules() -> dict[str, list[str]]:
+    """The pure-Python standard-library modules the corpus reads: name -> source paths (packages
+    walked), in sorted order of names and paths."""
     root = sysconfig.get_paths()["stdlib"]
-    paths = []
+    modules = {}
     for name in sorted(n for n in sys.stdlib_module_names - _EXCLUDED_MODULES if not n.startswith("_")):
         path = os.path.join(root, name)
         if os.path.isfile(path + ".py"):
-            paths.append(path + ".py")
+            modules[name] = [path + ".py"]
         elif os.path.isfile(os.path.join(path, "__init__.py")):
-            paths += _python_files(path, skip_private=True)
-    return paths
+            modules[name] = _python_files(path, skip_private=True)
+    return modules
 
 
 def _package_folder(name: str) -> str | None:

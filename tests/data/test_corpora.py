@@ -134,6 +134,19 @@ def test_package_docstrings_join_the_corpus_without_importing(tmp_path, monkeypa
     ]
 
 
+def test_builtin_corpus_modules_are_the_modules_it_reads(tmp_path, monkeypatch, documents):
+    (tmp_path / "docpkg").mkdir()
+    (tmp_path / "docpkg" / "__init__.py").write_text('"""Counts apples in a basket.\n\nEach apple counts once."""\n')
+    (tmp_path / "single.py").write_text('"""Counts pears in a basket.\n\nEach pear counts once."""\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    modules = corpora.builtin_corpus_modules(packages=("docpkg", "single", "no_such_package_here"))
+    read = {source.split(".")[0] for source in corpora.builtin_document_sources() if not source.startswith("help:")}
+    assert read <= modules and {"json", "email", "docpkg"} <= modules
+    # Left out: test suites and demo programs, private and compiled modules, single files, missing packages.
+    assert not {"idlelib", "turtledemo", "test", "_thread", "math", "single", "no_such_package_here"} & modules
+    assert "docpkg" not in corpora.builtin_corpus_modules()
+
+
 def test_deduplicate_sentences_keeps_first_occurrences():
     documents = [
         ["One sentence here.", "Two sentences here."],
